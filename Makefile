@@ -1,0 +1,33 @@
+# The two README commands: `make test` and `make demo`. Each prepares what it needs itself.
+VENV := .venv
+PY := $(VENV)/bin/python
+
+# Debian packages the tests need (sandboxing and the toolchains it checks programs with).
+TEST_DEBS := bubblewrap golang-go libssl-dev
+TEST_EXTRAS := dev
+DEMO_EXTRAS := cpu,dev
+PYTEST_ARGS ?=
+
+.PHONY: test test-fast demo bench lint setup-test setup-demo
+
+setup-test:
+	@scripts/setup.sh $(TEST_EXTRAS) $(TEST_DEBS)
+
+setup-demo:
+	@scripts/setup.sh $(DEMO_EXTRAS) $(TEST_DEBS)
+
+test: setup-test
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup-test
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+demo: setup-demo
+	$(VENV)/bin/codeloop run --preset cpu-demo
+
+bench: setup-demo
+	@set -e; for script in bench/*.py; do echo "== $$script"; $(PY) $$script; done
+
+lint: setup-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .

