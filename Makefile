@@ -25,8 +25,10 @@ test-fast: setup-test
 demo: setup-demo
 	$(VENV)/bin/codeloop run --preset cpu-demo
 
+BENCH_SCRIPTS := $(wildcard bench/*.py)
 bench: setup-demo
-	@set -e; for script in bench/*.py; do echo "== $$script"; $(PY) $$script; done
+	@test -n "$(BENCH_SCRIPTS)" || echo "bench: no benchmark scripts yet"
+	@set -e; for script in $(BENCH_SCRIPTS); do echo "== $$script"; $(PY) $$script; done
 
 lint: setup-test
 	$(VENV)/bin/ruff check .

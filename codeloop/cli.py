@@ -18,7 +18,9 @@ from rich.table import Table
 
 from codeloop import __version__
 from codeloop import config as session_config
-from codeloop.errors import CodeloopError, NotImplementedYet
+from codeloop.cli_stubs import planned
+from codeloop.errors import CodeloopError
+from codeloop.tasks.cli import app as data_app
 
 app = typer.Typer(
     name="codeloop",
@@ -28,7 +30,6 @@ app = typer.Typer(
     add_completion=False,
 )
 config_app = typer.Typer(help="Show, check and document session configs.", no_args_is_help=True)
-data_app = typer.Typer(help="Build and inspect task pools.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
 
@@ -36,41 +37,21 @@ out = Console()
 err = Console(stderr=True)
 _state = {"debug": os.environ.get("CODELOOP_DEBUG") == "1"}
 
-# Subcommands whose owning issue is not done yet: name -> (group, what it will do, issue).
-_PLANNED: dict[tuple[str | None, str], tuple[str, int]] = {
-    (None, "run"): ("Run loop rounds: prepare, collect, export, train, evaluate, gate, audit.", 7),
-    (None, "phase"): ("Run one phase of one round (the launcher calls this).", 7),
-    (None, "status"): ("Show a session's round, phase, progress and history.", 7),
-    (None, "report"): ("Write the HTML report of a session.", 7),
-    (None, "verify"): ("Re-verify a session's saved answers and artifact hashes.", 7),
-    (None, "check"): ("Check a program against test cases in the sandbox.", 3),
-    (None, "doctor"): ("Check toolchains, sandbox and engines on this machine.", 3),
-    (None, "eval"): ("Evaluate samples on a benchmark suite (HumanEval, HumanEval-X).", 3),
-    (None, "train"): ("Fine-tune a LoRA adapter on verified rows.", 6),
-    (None, "export-dataset"): ("Export a session's verified training rows.", 7),
-    ("data", "sources"): ("List the task sources.", 4),
-    ("data", "build"): ("Build a validated pool batch from a source.", 4),
-    ("data", "show"): ("Show one task.", 4),
-    ("data", "stats"): ("Tasks per language, split, tier and family.", 4),
+# Subcommands whose owning issue is not done yet: name -> (what it will do, issue).
+_PLANNED: dict[str, tuple[str, int]] = {
+    "run": ("Run loop rounds: prepare, collect, export, train, evaluate, gate, audit.", 7),
+    "phase": ("Run one phase of one round (the launcher calls this).", 7),
+    "status": ("Show a session's round, phase, progress and history.", 7),
+    "report": ("Write the HTML report of a session.", 7),
+    "verify": ("Re-verify a session's saved answers and artifact hashes.", 7),
+    "check": ("Check a program against test cases in the sandbox.", 3),
+    "doctor": ("Check toolchains, sandbox and engines on this machine.", 3),
+    "eval": ("Evaluate samples on a benchmark suite (HumanEval, HumanEval-X).", 3),
+    "train": ("Fine-tune a LoRA adapter on verified rows.", 6),
+    "export-dataset": ("Export a session's verified training rows.", 7),
 }
-
-
-def _register_planned() -> None:
-    """Register each planned subcommand as an honest stub that exits 2."""
-    for (group, name), (summary, issue) in _PLANNED.items():
-        target = data_app if group == "data" else app
-        full = f"codeloop {group + ' ' if group else ''}{name}"
-
-        def stub(
-            ctx: typer.Context, _full: str = full, _issue: int = issue
-        ) -> None:  # args are accepted and ignored
-            raise NotImplementedYet(f"{_full}: not implemented yet (issue {_issue})")
-
-        target.command(
-            name=name,
-            help=f"{summary} (not implemented yet)",
-            context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-        )(stub)
+for _name, (_summary, _issue) in _PLANNED.items():
+    planned(app, _name, _summary, _issue, f"codeloop {_name}")
 
 
 def _version(value: bool) -> None:
@@ -129,9 +110,6 @@ def config_presets() -> None:
     """List the bundled presets."""
     for name in session_config.preset_names():
         out.print(name)
-
-
-_register_planned()
 
 
 def main() -> None:
