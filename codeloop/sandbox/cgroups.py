@@ -1,0 +1,185 @@
+"""Per-run cgroups for memory and process count, on cgroup v1 or v2, where writable.
+
+rlimits cannot cap the memory of a JVM or Go runtime (they reserve huge virtual
+ranges) and cannot count processes across uids, so each run gets its own cgroup
+when the machine lets us create one. Where it does not, `available()` says so and
+the sandbox relies on rlimits; `codeloop doctor` reports which applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+PREFIX = "codeloop"
+
+
+def _v1_controller(name: str) -> Path | None:
+    path = ROOT / name
+    return path if (path / "cgroup.procs").exists() and os.access(path, os.W_OK) else None
+
+
+def _v2_parent() -> Path | None:
+    """Our own v2 cgroup, when memory and pids can be delegated below it."""
+    if not (ROOT / "cgroup.controllers").exists():
+        return None
+    try:
+        line = next(x for x in Path("/proc/self/cgroup").read_text().splitlines() if x[:3] == "0::")
+    except (StopIteration, OSError):
+        return None
+    parent = ROOT / line[3:].lstrip("/")
+    try:
+        controllers = (parent / "cgroup.controllers").read_text().split()
+    except OSError:
+        return None
+    if not {"memory", "pids"} <= set(controllers) or not os.access(parent, os.W_OK):
+        return None
+    return parent
+
+
+@dataclass
+class RunCgroup:
+    """The cgroup(s) of one run: join by writing the pid to each of `procs_files`."""
+
+    folders: list[Path]
+    version: int
+
+    @property
+    def procs_files(self) -> list[str]:
+        return [str(folder / "cgroup.procs") for folder in self.folders]
+
+    def peak_bytes(self) -> int | None:
+        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
+        for folder in self.folders:
+            with contextlib.suppress(OSError, ValueError):
+                return int((folder / name).read_text())
+        return None
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed something here for exceeding the memory limit."""
+        for folder in self.folders:
+            for name in ("memory.oom_control", "memory.events"):
+                with contextlib.suppress(OSError):
+                    for line in (folder / name).read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill" and int(value) > 0:
+                            return True
+            with contextlib.suppress(OSError, ValueError):
+                if self.version == 1 and int((folder / "memory.failcnt").read_text()) > 0:
+                    return True
+        return False
+
+    def pids(self) -> list[int]:
+        found: set[int] = set()
+        for folder in self.folders:
+            with contextlib.suppress(OSError):
+                found.update(int(x) for x in (folder / "cgroup.procs").read_text().split())
+        return sorted(found)
+
+    def destroy(self) -> None:
+        """Kill whatever is still inside, then remove the cgroup(s)."""
+        deadline = time.monotonic() + 5
+        for folder in self.folders:
+            kill_file = folder / "cgroup.kill"
+            if kill_file.exists():
+                with contextlib.suppress(OSError):
+                    kill_file.write_text("1")
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+        for folder in self.folders:
+            while time.monotonic() < deadline:
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)
+
+
+class CgroupManager:
+    """Creates per-run cgroups under `codeloop/<worker>/` of each writable hierarchy."""
+
+    def __init__(self, worker: str) -> None:
+        self.worker = worker
+        memory, pids = _v1_controller("memory"), _v1_controller("pids")
+        self.version = 0
+        self.parents: list[tuple[Path, str]] = []  # (folder, which controllers it has)
+        if memory or pids:
+            self.version = 1
+            if memory:
+                self.parents.append((memory / PREFIX / worker, "memory"))
+            if pids:
+                self.parents.append((pids / PREFIX / worker, "pids"))
+        elif (parent := _v2_parent()) is not None:
+            self.version = 2
+            self.parents.append((parent / PREFIX / worker, "memory pids"))
+        self._ready = False
+        self._counter = 0
+        self.error: str | None = None
+
+    def _prepare(self) -> bool:
+        if self._ready:
+            return True
+        try:
+            for folder, _controllers in self.parents:
+                folder.mkdir(parents=True, exist_ok=True)
+                if self.version == 2:
+                    for level in (folder.parent, folder):
+                        (level / "cgroup.subtree_control").write_text("+memory +pids")
+        except OSError as error:
+            self.error = f"cannot create cgroups: {error}"
+            self.parents = []
+            return False
+        self._ready = True
+        return True
+
+    @property
+    def available(self) -> bool:
+        return bool(self.parents) and self._prepare()
+
+    def describe(self) -> str:
+        if not self.available:
+            return self.error or "cgroups: none writable (memory and process limits by rlimit only)"
+        kinds = " + ".join(controllers for _f, controllers in self.parents)
+        return f"cgroup v{self.version} ({kinds})"
+
+    def create(self, memory_bytes: int, max_pids: int) -> RunCgroup | None:
+        """A fresh cgroup for one run, or None where cgroups are unavailable."""
+        if not self.available:
+            return None
+        self._counter += 1
+        name = f"run-{os.getpid()}-{self._counter}"
+        folders: list[Path] = []
+        try:
+            for parent, controllers in self.parents:
+                folder = parent / name
+                folder.mkdir()
+                folders.append(folder)
+                if "memory" in controllers:
+                    limit = str(memory_bytes)
+                    if self.version == 1:
+                        (folder / "memory.limit_in_bytes").write_text(limit)
+                        swap = folder / "memory.memsw.limit_in_bytes"
+                        if swap.exists():
+                            with contextlib.suppress(OSError):
+                                swap.write_text(limit)
+                    else:
+                        (folder / "memory.max").write_text(limit)
+                        with contextlib.suppress(OSError):
+                            (folder / "memory.swap.max").write_text("0")
+                if "pids" in controllers:
+                    (folder / "pids.max").write_text(str(max_pids))
+        except OSError as error:
+            RunCgroup(folders, self.version).destroy()
+            self.error = f"cannot create a run cgroup: {error}"
+            return None
+        return RunCgroup(folders, self.version)

@@ -1,0 +1,504 @@
+"""Checking one program: compile once, run each case, compare outside the sandbox.
+
+Expected outputs never enter the sandbox: the program only ever sees a case's
+input, and its output is compared here. The verdict is one status from a closed
+set; an environment problem (toolchain missing, sandbox broken) is its own status
+and never counts as a wrong answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import signal
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from codeloop.config import SandboxLimits
+from codeloop.sandbox import harness
+from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
+from codeloop.sandbox.function_tests import TestBuild, compose
+from codeloop.sandbox.languages import Language, get, toolchain_version
+
+Status = Literal[
+    "passed",
+    "wrong_answer",
+    "runtime_error",
+    "compile_error",
+    "timeout",
+    "memory_limit",
+    "output_limit",
+    "environment_error",
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+FEEDBACK_CHARS = 2000
+_FIELD_CHARS = 400
+_COMPILE_CHARS = 1500
+
+
+class Case(BaseModel):
+    """One test case: what the program reads and what it must print."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: str
+    output: str
+
+
+class CheckRequest(BaseModel):
+    """One program to check: stdio cases, or (for function tasks) a test program."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: str
+    program: str
+    cases: list[Case] = Field(default_factory=list)
+    checker: str = "lines"
+    test: str | None = None
+    limits: SandboxLimits | None = None
+
+
+class Check(BaseModel):
+    """The verdict on one program."""
+
+    status: Status
+    feedback: str = ""
+    compile_ms: float = 0.0
+    run_ms: float = 0.0
+    peak_memory_kib: int | None = None
+    cases_passed: int = 0
+    cases_total: int = 0
+    backend: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def summary(self) -> dict:
+        """The batch-output contract of DESIGN.md."""
+        return {
+            "status": self.status,
+            "passed": self.passed,
+            "feedback": self.feedback,
+            "compile_ms": round(self.compile_ms, 1),
+            "run_ms": round(self.run_ms, 1),
+        }
+
+
+# --- output comparison ---------------------------------------------------------------------
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _float_equal(expected: str, got: str, eps: float) -> bool:
+    if expected == got:
+        return True
+    try:
+        want, have = float(expected), float(got)
+    except ValueError:
+        return False
+    if math.isnan(want) or math.isnan(have):
+        return math.isnan(want) and math.isnan(have)
+    return abs(want - have) <= eps * max(1.0, abs(want))
+
+
+def parse_checker(checker: str) -> tuple[str, float]:
+    """Validate a checker name: `lines`, `tokens` or `float:EPS`."""
+    if checker in ("lines", "tokens"):
+        return checker, 0.0
+    match = re.fullmatch(r"float:([0-9.eE+-]+)", checker)
+    if match:
+        eps = float(match.group(1))
+        if eps >= 0 and math.isfinite(eps):
+            return "float", eps
+    raise ValueError(
+        f"unknown checker {checker!r}; use lines, tokens or float:EPS (e.g. float:1e-6)"
+    )
+
+
+def outputs_match(expected: str, got: str, checker: str) -> bool:
+    """Whether `got` is an accepted answer for `expected` under `checker`."""
+    kind, eps = parse_checker(checker)
+    if kind == "lines":
+        return _lines(expected) == _lines(got)
+    want, have = expected.split(), got.split()
+    if kind == "tokens":
+        return want == have
+    return len(want) == len(have) and all(
+        _float_equal(a, b, eps) for a, b in zip(want, have, strict=True)
+    )
+
+
+# --- feedback ------------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int = _FIELD_CHARS, tail: bool = False) -> str:
+    if len(text) <= limit:
+        return text
+    return "..." + text[-limit:] if tail else text[:limit] + "..."
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _case_feedback(index: int, status: str, case: Case, run: harness.RunResult) -> str:
+    parts = [f"Test {index + 1}: {status.replace('_', ' ')}", f"Input:\n{_clip(case.input)}"]
+    parts.append(f"Expected output:\n{_clip(case.output)}")
+    parts.append(f"Your output:\n{_clip(_decode(run.stdout))}")
+    stderr = _decode(run.stderr).strip()
+    if stderr:
+        parts.append(f"Error output (end):\n{_clip(stderr, tail=True)}")
+    return "\n".join(parts)[:FEEDBACK_CHARS]
+
+
+def _compile_feedback(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()][:30]
+    return ("Compilation failed:\n" + _clip("\n".join(lines), _COMPILE_CHARS))[:FEEDBACK_CHARS]
+
+
+# --- verdicts ------------------------------------------------------------------------------
+
+
+def _signal_of(run: harness.RunResult) -> int | None:
+    """The signal that ended the program (bwrap reports a killed child as exit 128 + N)."""
+    if run.signal is not None:
+        return run.signal
+    if run.exit_code is not None and 128 < run.exit_code < 160:
+        return run.exit_code - 128
+    return None
+
+
+def _run_status(language: Language, run: harness.RunResult) -> str | None:
+    """The failure status of a finished run, or None when it exited cleanly."""
+    stderr = _decode(run.stderr)
+    if run.setup_error or (run.exit_code == 1 and stderr.startswith("bwrap: ")):
+        return "environment_error"
+    if run.output_exceeded:
+        return "output_limit"
+    if run.oom_killed:
+        return "memory_limit"
+    killed_by = _signal_of(run)
+    if run.timed_out or killed_by in (signal.SIGXCPU, signal.SIGKILL):
+        return "timeout"
+    if run.exit_code != 0 and any(phrase in stderr for phrase in language.out_of_memory):
+        return "memory_limit"
+    if run.exit_code != 0:
+        return "runtime_error"
+    return None
+
+
+def _parse_error(language: Language, run: harness.RunResult) -> bool:
+    """For interpreted languages: did the program fail to parse (a compile error)?"""
+    stderr = _decode(run.stderr)
+    if not any(phrase in stderr for phrase in language.compile_error):
+        return False
+    if language.name == "python":
+        return "Traceback (most recent call last)" not in stderr
+    return "internalCompileFunction" in stderr or "wrapSafe" in stderr
+
+
+class Sandbox:
+    """Checks programs in one worker: its own uid, cgroups and scratch folders."""
+
+    def __init__(self, backend: str = "bwrap", worker: int = 0) -> None:
+        self.backend = harness.make_backend(backend, worker)
+        self.scratch = shared_folder("scratch", None) / f"w{worker}"
+        self.cache = CompileCache()
+        self._gocache: Path | None = None
+        self._pch: Path | None = None
+
+    def describe(self) -> str:
+        return self.backend.describe()
+
+    def _limits(self, language: Language, limits: SandboxLimits) -> harness.RunLimits:
+        return harness.RunLimits(
+            wall_s=limits.time_s + language.startup_s,
+            cpu_s=limits.time_s + language.startup_s,
+            memory_mib=limits.memory_mib + language.memory_overhead_mib,
+            output_bytes=limits.output_kib * 1024,
+            processes=max(limits.processes, language.processes),
+            workdir_mib=limits.workdir_mib,
+            address_space=language.address_space,
+        )
+
+    def _compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
+        return harness.RunLimits(
+            wall_s=limits.compile_time_s,
+            cpu_s=limits.compile_time_s,
+            memory_mib=max(2048, limits.memory_mib),
+            output_bytes=1 << 20,
+            processes=512,
+            workdir_mib=512,
+            address_space=False,
+            file_size_mib=512,
+        )
+
+    # -- compilation ---------------------------------------------------------------------
+
+    def _compile_setup(
+        self, language: Language, source: str, argv: list[str]
+    ) -> tuple[list[str], list[tuple[str, str, bool]], dict[str, str]]:
+        """Per-language compile extras: the Go build cache, the C++ precompiled header."""
+        binds: list[tuple[str, str, bool]] = []
+        env = dict(language.env)
+        if language.name == "go":
+            if self._gocache is None:
+                self._gocache = shared_folder("gocache", self.backend.compile_uid)
+            binds.append((str(self._gocache), "/gocache", True))
+            env["GOCACHE"] = "/gocache"
+        if language.name == "cpp" and re.search(r"#\s*include\s*<bits/stdc\+\+\.h>", source):
+            pch = self._ensure_pch(language)
+            if pch is not None:
+                binds.append((str(pch), "/pch", False))
+                argv = [argv[0], "-I/pch", *argv[1:]]
+        return argv, binds, env
+
+    def _ensure_pch(self, language: Language) -> Path | None:
+        """Build <bits/stdc++.h> once per toolchain and flags, shared by all workers."""
+        assert language.compile is not None
+        flags = [flag for flag in language.compile if flag.startswith(("-O", "-std="))]
+        key = compile_key("cpp-pch", toolchain_version("cpp"), flags, {})[:16]
+        folder = shared_folder("pch", self.backend.compile_uid) / key
+        target = folder / "bits" / "stdc++.h.gch"
+        if target.exists():
+            return folder
+        with locked("pch"):
+            if target.exists():
+                return folder
+            box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+            try:
+                (box / "stdcxx.h").write_text("#include <bits/stdc++.h>\n")
+                argv = [
+                    "/usr/bin/g++",
+                    *flags,
+                    "-x",
+                    "c++-header",
+                    "/box/stdcxx.h",
+                    "-o",
+                    "/box/stdc++.h.gch",
+                ]
+                run = harness.run(
+                    self.backend,
+                    argv,
+                    box=box,
+                    compile_step=True,
+                    limits=self._compile_limits(SandboxLimits()),
+                )
+                built = box / "stdc++.h.gch"
+                if run.exit_code != 0 or not built.exists():
+                    return None
+                target.parent.mkdir(parents=True, exist_ok=True)
+                temp = target.with_suffix(".tmp")
+                shutil.copyfile(built, temp)
+                temp.chmod(0o644)
+                temp.replace(target)
+            finally:
+                harness.remove_box(box)
+        return folder
+
+    def _compile(
+        self,
+        language: Language,
+        box: Path,
+        files: dict[str, bytes],
+        limits: SandboxLimits,
+        build: TestBuild | None = None,
+    ) -> tuple[Check | None, float]:
+        """Compile in the sandbox (or load from cache); a Check only when it failed."""
+        argv = build.compile if build else language.compile_argv(limits.memory_mib)
+        if argv is None:
+            return None, 0.0
+        source = files.get(language.source, b"").decode("utf-8", errors="replace")
+        argv, binds, env = self._compile_setup(language, source, argv)
+        if build:
+            binds, env = [*binds, *build.binds], {**env, **build.env}
+        key = compile_key(language.name, toolchain_version(language.name), argv, files)
+        outcome = self.cache.load(key, box)
+        elapsed = 0.0
+        if outcome is None:
+            run = harness.run(
+                self.backend,
+                argv,
+                box=box,
+                compile_step=True,
+                env=env,
+                binds=binds,
+                limits=self._compile_limits(limits),
+            )
+            elapsed = run.wall_ms
+            stderr = _decode(run.stderr) + _decode(run.stdout)
+            if run.setup_error or (run.exit_code == 1 and stderr.startswith("bwrap: ")):
+                return self._failed("environment_error", run.setup_error or stderr), elapsed
+            if run.timed_out:
+                return self._failed("compile_error", "Compilation timed out."), elapsed
+            outcome = {"ok": run.exit_code == 0, "stderr": stderr}
+            self.cache.save(key, box, outcome)
+        if not outcome["ok"]:
+            feedback = _compile_feedback(outcome["stderr"])
+            return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
+        return None, elapsed
+
+    def _failed(self, status: str, feedback: str, **extra: object) -> Check:
+        return Check(
+            status=status,
+            feedback=feedback[:FEEDBACK_CHARS],  # type: ignore[arg-type]
+            backend=self.backend.name,
+            **extra,
+        )
+
+    # -- checking ------------------------------------------------------------------------
+
+    def _missing(self, language: Language) -> Check | None:
+        missing = language.missing_tools()
+        if missing:
+            return self._failed(
+                "environment_error",
+                f"{language.name} toolchain missing: {', '.join(missing)}; "
+                f"install with: {language.install}",
+            )
+        problem = self.backend.problem()
+        return self._failed("environment_error", problem) if problem else None
+
+    def check(self, request: CheckRequest) -> Check:
+        """Check one request; never raises for anything the program does."""
+        try:
+            language = get(request.language)
+            parse_checker(request.checker)
+        except ValueError as error:
+            return self._failed("environment_error", str(error))
+        problem = self._missing(language)
+        if problem:
+            return problem
+        limits = request.limits or SandboxLimits()
+        if request.test is not None:
+            return self._check_tests(language, request, limits)
+        files = {language.source: request.program.encode("utf-8")}
+        box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        try:
+            for name, data in files.items():
+                (box / name).write_bytes(data)
+                (box / name).chmod(0o644)
+            failed, compile_ms = self._compile(language, box, files, limits)
+            if failed:
+                return failed
+            return self._run_cases(language, box, request, limits, compile_ms)
+        finally:
+            harness.remove_box(box)
+
+    def _check_tests(
+        self, language: Language, request: CheckRequest, limits: SandboxLimits
+    ) -> Check:
+        """A function-level task: compose program and test, compile once, run once."""
+        try:
+            build = compose(self, language, request.program, request.test or "", limits.memory_mib)
+        except ValueError as error:
+            return self._failed("environment_error", str(error))
+        box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        try:
+            for name, data in build.files.items():
+                path = box / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+                path.chmod(0o644)
+            failed, compile_ms = self._compile(language, box, build.files, limits, build)
+            if failed:
+                return failed
+            run = harness.run(
+                self.backend,
+                build.run,
+                box=box,
+                limits=self._limits(language, limits),
+                env=build.env,
+                binds=build.binds,
+            )
+        finally:
+            harness.remove_box(box)
+        status = _run_status(language, run)
+        stderr = _decode(run.stderr)
+        if status == "runtime_error" and _parse_error(language, run):
+            status = "compile_error"
+        elif status == "runtime_error" or (
+            status is None and any(marker in stderr for marker in build.failure_markers)
+        ):
+            status = "wrong_answer"
+        feedback = ""
+        if status is not None:
+            output = (_decode(run.stdout) + "\n" + stderr).strip()
+            feedback = (
+                f"Tests failed ({status.replace('_', ' ')}):\n{_clip(output, 1500, tail=True)}"
+            )
+        return Check(
+            status=status or "passed",
+            feedback=feedback[:FEEDBACK_CHARS],  # type: ignore[arg-type]
+            compile_ms=compile_ms,
+            run_ms=run.wall_ms,
+            peak_memory_kib=run.peak_memory_kib,
+            cases_passed=0 if status else 1,
+            cases_total=1,
+            backend=self.backend.name,
+        )
+
+    def _run_cases(
+        self,
+        language: Language,
+        box: Path,
+        request: CheckRequest,
+        limits: SandboxLimits,
+        compile_ms: float,
+    ) -> Check:
+        run_limits = self._limits(language, limits)
+        argv = language.run_argv(limits.memory_mib)
+        total_ms = 0.0
+        peak: int | None = None
+        for index, case in enumerate(request.cases):
+            run = harness.run(
+                self.backend,
+                argv,
+                box=box,
+                stdin=case.input.encode("utf-8"),
+                limits=run_limits,
+                env=language.env,
+            )
+            total_ms += run.wall_ms
+            if run.peak_memory_kib is not None:
+                peak = max(peak or 0, run.peak_memory_kib)
+            status = _run_status(language, run)
+            if status == "runtime_error" and index == 0 and _parse_error(language, run):
+                status = "compile_error"
+                feedback = _compile_feedback(_decode(run.stderr))
+            elif status is None and not outputs_match(
+                case.output, _decode(run.stdout), request.checker
+            ):
+                status = "wrong_answer"
+                feedback = _case_feedback(index, status, case, run)
+            elif status == "environment_error":
+                feedback = run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS]
+            else:
+                feedback = _case_feedback(index, status, case, run) if status else ""
+            if status is not None:
+                return Check(
+                    status=status,
+                    feedback=feedback,
+                    compile_ms=compile_ms,  # type: ignore[arg-type]
+                    run_ms=total_ms,
+                    peak_memory_kib=peak,
+                    cases_passed=index,
+                    cases_total=len(request.cases),
+                    backend=self.backend.name,
+                )
+        return Check(
+            status="passed",
+            compile_ms=compile_ms,
+            run_ms=total_ms,
+            peak_memory_kib=peak,
+            cases_passed=len(request.cases),
+            cases_total=len(request.cases),
+            backend=self.backend.name,
+        )

@@ -1,0 +1,361 @@
+"""Run one command inside the sandbox: isolation, limits, streaming caps, clean-up.
+
+Layers, outermost first:
+1. a per-run cgroup for memory and process count (where writable);
+2. rlimits (CPU, file size, open files, processes, core=0, address space where the
+   runtime tolerates it) and an unprivileged per-worker uid, set in the child before
+   exec (process-count limits do not apply to root);
+3. bubblewrap: every namespace unshared (no network, own pid space), all
+   capabilities dropped, a clean environment, read-only system folders, the
+   program's folder read-only at /box, and size-limited tmpfs for /work and /tmp.
+
+The harness runs in a dedicated single-threaded worker process (see `pool.py`),
+which makes `preexec_fn` safe and lets the worker be a child subreaper that reaps
+every orphan after each run. A timeout or an output overflow kills the whole
+process group; output is capped while it streams, so endless printing costs
+bounded memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeloop.sandbox.cgroups import CgroupManager, RunCgroup
+from codeloop.sandbox.languages import BOX
+
+BWRAP = "/usr/bin/bwrap"
+RUN_UID_BASE = 61000
+"""Programs of worker N run as uid RUN_UID_BASE + N (only when the harness is root)."""
+COMPILE_UID = 60999
+"""Compilers run as this uid, which owns the shared compiler caches."""
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_SYSTEM_RO = (
+    "/usr",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/java-17-openjdk",
+    "/etc/ssl/certs",
+)
+_MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits of one sandboxed command."""
+
+    wall_s: float
+    cpu_s: float
+    memory_mib: int
+    output_bytes: int
+    processes: int
+    workdir_mib: int
+    address_space: bool = True
+    file_size_mib: int = 256
+    open_files: int = 512
+
+
+@dataclass
+class RunResult:
+    """What happened to one sandboxed command."""
+
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    wall_ms: float
+    timed_out: bool = False
+    output_exceeded: bool = False
+    oom_killed: bool = False
+    peak_memory_kib: int | None = None
+    setup_error: str | None = None
+
+
+@dataclass
+class Backend:
+    """How commands are isolated. `bwrap` is the default; `process` is rlimits only."""
+
+    name: str
+    cgroups: CgroupManager
+    run_uid: int | None = None
+    compile_uid: int | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        who = f"uid {self.run_uid}" if self.run_uid is not None else "the calling user"
+        isolation = "bubblewrap namespaces" if self.name == "bwrap" else "NO namespaces (weaker)"
+        return f"{self.name}: {isolation}, runs as {who}, {self.cgroups.describe()}"
+
+    def problem(self) -> str | None:
+        """Why this backend cannot run anything here, or None."""
+        if self.name == "bwrap" and not os.access(BWRAP, os.X_OK):
+            return f"bubblewrap is not installed ({BWRAP}): apt-get install bubblewrap"
+        return None
+
+
+def make_backend(name: str, worker: int) -> Backend:
+    """The backend of worker number `worker` (uids differ per worker when root)."""
+    if name not in ("bwrap", "process"):
+        raise ValueError(f"unknown sandbox backend {name!r}; choose bwrap or process")
+    root = os.geteuid() == 0
+    return Backend(
+        name=name,
+        cgroups=CgroupManager(f"w{os.getpid()}-{worker}"),
+        run_uid=RUN_UID_BASE + worker if root else None,
+        compile_uid=COMPILE_UID if root else None,
+    )
+
+
+def become_subreaper() -> None:
+    """Make this process adopt orphaned descendants so that it can reap them."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def reap_orphans() -> None:
+    """Collect every exited child (adopted orphans included); never blocks."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _bind_args(
+    box: Path,
+    writable: bool,
+    limits: RunLimits,
+    binds: Sequence[tuple[str, str, bool]],
+    env: dict[str, str],
+    cwd: str,
+) -> list[str]:
+    args = [
+        BWRAP,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+    ]
+    for path in _SYSTEM_RO:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    for path in _MERGED_USR:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    size = str(limits.workdir_mib * _MIB)
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp"]
+    args += ["--bind" if writable else "--ro-bind", str(box), BOX]
+    args += ["--size", size, "--tmpfs", "/work"]
+    for source, target, rw in binds:
+        args += ["--bind" if rw else "--ro-bind", source, target]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return [*args, "--chdir", cwd, "--"]
+
+
+def _base_env(extra: dict[str, str]) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        **extra,
+    }
+
+
+def _child_setup(procs_files: list[str], limits: RunLimits, uid: int | None, umask: int) -> None:
+    """Runs in the forked child before exec: join cgroups, set rlimits, drop privileges."""
+    os.setsid()
+    for procs in procs_files:
+        fd = os.open(procs, os.O_WRONLY)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+    cpu = max(1, int(limits.cpu_s + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    file_size = limits.file_size_mib * _MIB
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    if limits.address_space:
+        space = limits.memory_mib * _MIB
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
+    if uid is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    os.umask(umask)
+    # Set after the uid change, which clears it: die if the harness dies.
+    ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def run(
+    backend: Backend,
+    argv: Sequence[str],
+    *,
+    box: Path,
+    stdin: bytes = b"",
+    limits: RunLimits,
+    compile_step: bool = False,
+    env: dict[str, str] | None = None,
+    binds: Sequence[tuple[str, str, bool]] = (),
+) -> RunResult:
+    """Run `argv` in the sandbox with `box` mounted at /box (writable only to compile)."""
+    problem = backend.problem()
+    if problem:
+        return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
+    full_env = _base_env({**backend.extra_env, **(env or {})})
+    uid = backend.compile_uid if compile_step else backend.run_uid
+    cwd = BOX if compile_step else "/work"
+    if backend.name == "bwrap":
+        command = [*_bind_args(box, compile_step, limits, binds, full_env, cwd), *argv]
+        popen_env: dict[str, str] = {}
+        popen_cwd = "/"
+    else:
+        # No namespaces: /box does not exist, so point the command at the real folder.
+        command = [part.replace(BOX, str(box)) for part in argv]
+        popen_env = {k: v.replace(BOX, str(box)) for k, v in full_env.items()}
+        popen_cwd = str(box)
+    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
+    try:
+        return _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup)
+    finally:
+        if cgroup is not None:
+            cgroup.destroy()
+        reap_orphans()
+
+
+def _supervise(
+    command: list[str],
+    env: dict[str, str],
+    cwd: str,
+    stdin: bytes,
+    limits: RunLimits,
+    uid: int | None,
+    cgroup: RunCgroup | None,
+) -> RunResult:
+    procs = cgroup.procs_files if cgroup else []
+    with tempfile.TemporaryFile() as stdin_file:
+        stdin_file.write(stdin)
+        stdin_file.seek(0)
+        started = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=stdin_file,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                close_fds=True,
+                preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022),
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
+    result = _stream(process, started, limits)
+    if cgroup is not None:
+        result.oom_killed = cgroup.oom_killed()
+        peak = cgroup.peak_bytes()
+        if peak is not None:
+            result.peak_memory_kib = peak // 1024
+    return result
+
+
+def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits) -> RunResult:
+    """Read stdout and stderr until exit, the deadline, or the output cap; then reap."""
+    assert process.stdout is not None and process.stderr is not None
+    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    buffers = {out_fd: bytearray(), err_fd: bytearray()}
+    open_pipes = {out_fd, err_fd}
+    selector = selectors.DefaultSelector()
+    for fd in open_pipes:
+        os.set_blocking(fd, False)
+        selector.register(fd, selectors.EVENT_READ)
+    pidfd = os.pidfd_open(process.pid)
+    selector.register(pidfd, selectors.EVENT_READ)
+    deadline = started + limits.wall_s
+    drain_until = deadline
+    timed_out = exceeded = exited = False
+    total = 0
+    try:
+        while not exceeded:
+            now = time.monotonic()
+            if not exited and now >= deadline:
+                timed_out = True
+                break
+            if exited and (not open_pipes or now >= drain_until):
+                break
+            for key, _events in selector.select(timeout=max(0.0, drain_until - now)):
+                if key.fd == pidfd:
+                    # Whatever still holds the pipes open gets a moment to flush, no more.
+                    exited = True
+                    drain_until = min(deadline, time.monotonic() + 0.2)
+                    selector.unregister(pidfd)
+                    continue
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    open_pipes.discard(key.fd)
+                    continue
+                room = max(limits.output_bytes - total, 0)
+                buffers[key.fd] += chunk[:room]
+                total += len(chunk)
+                exceeded = total > limits.output_bytes
+    finally:
+        selector.close()
+        os.close(pidfd)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    _pid, status, usage = os.wait4(process.pid, 0)
+    process.returncode = code = os.waitstatus_to_exitcode(status)
+    wall_ms = (time.monotonic() - started) * 1000
+    process.stdout.close()
+    process.stderr.close()
+    return RunResult(
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
+        stdout=bytes(buffers[out_fd]),
+        stderr=bytes(buffers[err_fd]),
+        wall_ms=wall_ms,
+        timed_out=timed_out,
+        output_exceeded=exceeded,
+        peak_memory_kib=usage.ru_maxrss or None,
+    )
+
+
+def prepare_box(parent: Path, owner: int | None) -> Path:
+    """A fresh folder for one program, owned by the compile uid (so compilers may write)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    box = Path(tempfile.mkdtemp(dir=parent))
+    os.chmod(box, 0o755)
+    if owner is not None:
+        os.chown(box, owner, owner)
+    return box
+
+
+def remove_box(box: Path) -> None:
+    shutil.rmtree(box, ignore_errors=True)

@@ -1,0 +1,171 @@
+"""A pool of sandbox worker processes that keeps every core busy.
+
+Each worker is a fresh `python -m codeloop.sandbox.worker` process (never a fork
+of the caller, which may hold model threads), talking JSON lines over a pipe.
+`check_program` and `check_many` send requests here: nothing model-written runs
+in the calling process. A worker that dies is replaced, and the request it held
+is reported as an environment error, never as a wrong answer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable
+
+from codeloop.sandbox.check import Check, CheckRequest
+
+_pools: dict[tuple[str, int], WorkerPool] = {}
+_announced: set[str] = set()
+_lock = threading.Lock()
+
+
+class _Worker:
+    def __init__(self, backend: str, index: int) -> None:
+        self.backend, self.index = backend, index
+        self.process: subprocess.Popen[str] | None = None
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self.process is None or self.process.poll() is not None:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "codeloop.sandbox.worker", self.backend, str(self.index)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+            )
+        return self.process
+
+    def call(self, message: dict) -> dict | None:
+        process = self._start()
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(json.dumps(message) + "\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            self.stop()
+            return None
+        return json.loads(line)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.stdin.close()  # type: ignore[union-attr]
+                try:
+                    self.process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            self.process = None
+
+
+class WorkerPool:
+    """`workers` sandbox worker processes fed from one queue."""
+
+    def __init__(self, backend: str, workers: int) -> None:
+        self.backend = backend
+        self.workers = [_Worker(backend, index) for index in range(workers)]
+
+    def run(
+        self, requests: list[CheckRequest], on_done: Callable[[int, Check], None] | None = None
+    ) -> list[Check]:
+        results: list[Check | None] = [None] * len(requests)
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for index in range(len(requests)):
+            todo.put(index)
+        done_lock = threading.Lock()
+
+        def drive(worker: _Worker) -> None:
+            while True:
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                answer = worker.call({"request": requests[index].model_dump(mode="json")})
+                if answer is None:
+                    check = Check(
+                        status="environment_error",
+                        backend=self.backend,
+                        feedback="sandbox worker died during the check",
+                    )
+                else:
+                    check = Check.model_validate(answer["check"])
+                results[index] = check
+                if on_done is not None:
+                    with done_lock:
+                        on_done(index, check)
+
+        threads = [
+            threading.Thread(target=drive, args=(worker,), daemon=True)
+            for worker in self.workers[: max(1, len(requests))]
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [result for result in results if result is not None]
+
+    def describe(self) -> str:
+        answer = self.workers[0].call({"op": "describe"})
+        return answer["describe"] if answer else "sandbox worker failed to start"
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def get_pool(backend: str = "bwrap", workers: int | None = None) -> WorkerPool:
+    """The shared pool for (backend, workers), started on first use."""
+    if backend not in ("bwrap", "process"):
+        raise ValueError(f"unknown sandbox backend {backend!r}; choose bwrap or process")
+    key = (backend, workers or default_workers())
+    with _lock:
+        if key not in _pools:
+            _pools[key] = WorkerPool(*key)
+            if backend != "bwrap" and backend not in _announced:
+                _announced.add(backend)
+                print(
+                    f"codeloop sandbox: WEAKER backend '{backend}' chosen in the config: programs "
+                    "run without namespace isolation (rlimits, uid and cgroups only)",
+                    file=sys.stderr,
+                )
+        return _pools[key]
+
+
+def describe(backend: str = "bwrap") -> str:
+    """How the sandbox isolates programs here, as a real worker reports it."""
+    return get_pool(backend, 1).describe()
+
+
+def check_many(
+    requests: Iterable[CheckRequest],
+    *,
+    workers: int | None = None,
+    backend: str = "bwrap",
+    on_done: Callable[[int, Check], None] | None = None,
+) -> list[Check]:
+    """Check every request in parallel; results in the order of `requests`."""
+    return get_pool(backend, workers).run(list(requests), on_done)
+
+
+def shutdown() -> None:
+    """Stop every worker (also done at exit)."""
+    with _lock:
+        for pool in _pools.values():
+            pool.stop()
+        _pools.clear()
+
+
+atexit.register(shutdown)
