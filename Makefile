@@ -2,8 +2,13 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-# Debian packages the tests need (sandboxing and the toolchains it checks programs with).
-TEST_DEBS := bubblewrap golang-go libssl-dev
+# Debian packages the tests need: the sandbox (bubblewrap), the toolchains of the 8
+# languages, and what HumanEval-X's tests link against (see docs/ARCHITECTURE.md).
+TEST_DEBS := bubblewrap python3 nodejs gcc g++ openjdk-17-jdk-headless rustc cargo golang-go \
+	libssl-dev libboost-dev librust-rand-dev librust-regex-dev librust-md5-dev \
+	golang-github-stretchr-testify-dev
+# npm packages the sandbox reads from /usr/lib/node_modules.
+export NPM_GLOBALS := typescript@7 @types/node@20 js-md5@0.8
 TEST_EXTRAS := dev
 DEMO_EXTRAS := cpu,dev
 PYTEST_ARGS ?=

@@ -20,6 +20,7 @@ from codeloop import __version__
 from codeloop import config as session_config
 from codeloop.cli_stubs import planned
 from codeloop.errors import CodeloopError
+from codeloop.sandbox import cli as sandbox_cli
 from codeloop.tasks.cli import app as data_app
 
 app = typer.Typer(
@@ -32,6 +33,8 @@ app = typer.Typer(
 config_app = typer.Typer(help="Show, check and document session configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
+app.command("check")(sandbox_cli.check)
+app.command("doctor")(sandbox_cli.doctor)
 
 out = Console()
 err = Console(stderr=True)
@@ -44,8 +47,6 @@ _PLANNED: dict[str, tuple[str, int]] = {
     "status": ("Show a session's round, phase, progress and history.", 7),
     "report": ("Write the HTML report of a session.", 7),
     "verify": ("Re-verify a session's saved answers and artifact hashes.", 7),
-    "check": ("Check a program against test cases in the sandbox.", 3),
-    "doctor": ("Check toolchains, sandbox and engines on this machine.", 3),
     "eval": ("Evaluate samples on a benchmark suite (HumanEval, HumanEval-X).", 3),
     "train": ("Fine-tune a LoRA adapter on verified rows.", 6),
     "export-dataset": ("Export a session's verified training rows.", 7),

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prepare this checkout for `make test` / `make demo`: Debian packages, .venv, pip extras.
 #
-# usage: scripts/setup.sh EXTRAS [DEBIAN_PACKAGE ...]
+# usage: [NPM_GLOBALS="pkg@ver ..."] scripts/setup.sh EXTRAS [DEBIAN_PACKAGE ...]
 #   EXTRAS is a comma-separated list of the package's optional groups (e.g. dev or cpu,dev).
+#   NPM_GLOBALS are npm packages the sandbox needs under /usr/lib/node_modules
+#   (the TypeScript compiler, type definitions, js-md5 for HumanEval-X).
 #
 # Idempotent and quick when nothing changed: the pip step is skipped while a stamp
 # file records the same pyproject.toml hash for these extras.
@@ -30,6 +32,24 @@ if ((${#missing[@]})); then
         echo "setup: these Debian packages are missing: ${missing[*]}" >&2
         echo "setup: install them, then run make again:" >&2
         echo "    sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+# --- npm packages the sandbox reads from /usr/lib/node_modules ----------------------------
+npm_missing=()
+for spec in ${NPM_GLOBALS:-}; do
+    name=${spec%@*}
+    [[ -n $name ]] || name=$spec
+    [[ -f /usr/lib/node_modules/$name/package.json ]] || npm_missing+=("$spec")
+done
+if ((${#npm_missing[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v npm >/dev/null; then
+        echo "setup: installing npm packages into /usr: ${npm_missing[*]}"
+        npm install -g --prefix /usr --no-fund --no-audit --loglevel=error "${npm_missing[@]}"
+    else
+        echo "setup: these npm packages are missing: ${npm_missing[*]}" >&2
+        echo "    sudo npm install -g --prefix /usr ${npm_missing[*]}" >&2
         exit 1
     fi
 fi

@@ -1,0 +1,92 @@
+"""`codeloop check` (single and batch) and `codeloop doctor`, run as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def codeloop(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeloop", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_check_one_program(tmp_path: Path) -> None:
+    program = tmp_path / "add.py"
+    program.write_text("a, b = map(int, input().split())\nprint(a + b)\n")
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps([{"input": "2 3\n", "output": "5\n"}]))
+    result = codeloop(
+        "check", "--language", "python", "--program", str(program), "--cases", str(cases)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("passed")
+    cases.write_text(json.dumps([{"input": "2 3\n", "output": "6\n"}]))
+    failed = codeloop(
+        "check", "--language", "python", "--program", str(program), "--cases", str(cases)
+    )
+    assert failed.returncode == 1
+    assert "wrong_answer" in failed.stdout and "Expected output:" in failed.stdout
+
+
+def test_check_batch_contract(tmp_path: Path) -> None:
+    rows = [
+        {
+            "id": "ok",
+            "language": "python",
+            "program": "print(int(input()) * 2)",
+            "cases": [{"input": "4", "output": "8"}],
+        },
+        {
+            "id": "wrong",
+            "language": "c",
+            "program": "int main(){return 0;}",
+            "cases": [{"input": "", "output": "1"}],
+        },
+        {
+            "id": "broken",
+            "language": "go",
+            "program": "package main\nfunc main() {",
+            "cases": [{"input": "", "output": ""}],
+        },
+    ]
+    batch = tmp_path / "in.jsonl"
+    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "out.jsonl"
+    result = codeloop("check", "--batch", str(batch), "--out", str(out), "--workers", "2")
+    assert result.returncode == 0, result.stderr
+    results = {row["id"]: row for row in map(json.loads, out.read_text().splitlines())}
+    assert set(results) == {"ok", "wrong", "broken"}
+    for row in results.values():
+        assert set(row) == {"id", "status", "passed", "feedback", "compile_ms", "run_ms"}
+    assert results["ok"]["passed"] is True and results["ok"]["status"] == "passed"
+    assert results["wrong"]["status"] == "wrong_answer"
+    assert results["broken"]["status"] == "compile_error"
+
+
+def test_check_batch_names_bad_lines(tmp_path: Path) -> None:
+    batch = tmp_path / "in.jsonl"
+    batch.write_text('{"id": "a", "language": "python"}\nnot json\n{"language": "c"}\n')
+    result = codeloop("check", "--batch", str(batch), "--out", str(tmp_path / "o.jsonl"))
+    assert result.returncode == 1
+    assert "line 1" in result.stderr and "line 2" in result.stderr and "line 3" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_needs_cases_or_test(tmp_path: Path) -> None:
+    program = tmp_path / "p.py"
+    program.write_text("print(1)\n")
+    result = codeloop("check", "--language", "python", "--program", str(program))
+    assert result.returncode == 1 and "--cases or --test" in result.stderr
+
+
+def test_doctor_reports_every_language() -> None:
+    result = codeloop("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "bubblewrap" in result.stdout
+    for language in ("python", "javascript", "typescript", "c", "cpp", "java", "rust", "go"):
+        assert language in result.stdout
+    assert result.stdout.count("works") == 8

@@ -1,0 +1,162 @@
+"""Each of the 8 languages: a right answer passes; wrong, broken and crashing ones get their status."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from codeloop.sandbox import LANGUAGES, Case, CheckRequest, check_many, check_program, outputs_match
+from codeloop.sandbox.check import parse_checker
+
+CASES = [
+    {"input": "1 2\n", "output": "3\n"},
+    {"input": "40 2\n", "output": "42\n"},
+    {"input": "-5 5\n", "output": "0\n"},
+]
+
+# For each language: (right, wrong answer, compile error, runtime error).
+PROGRAMS: dict[str, tuple[str, str, str, str]] = {
+    "python": (
+        "a, b = map(int, input().split())\nprint(a + b)\n",
+        "a, b = map(int, input().split())\nprint(a - b)\n",
+        "def main(:\n    pass\n",
+        "a, b = map(int, input().split())\nprint(a // (a - a))\n",
+    ),
+    "javascript": (
+        "const [a, b] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+        "console.log(a + b);\n",
+        "const [a, b] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+        "console.log(a * b);\n",
+        "const x = ;\n",
+        "null.field;\n",
+    ),
+    "typescript": (
+        "import * as fs from 'fs';\n"
+        "const [a, b]: number[] = fs.readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+        "console.log(a + b);\n",
+        "import * as fs from 'fs';\n"
+        "const [a, b]: number[] = fs.readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+        "console.log(a + b + 1);\n",
+        "const n: number = 'not a number';\nconsole.log(n);\n",
+        "throw new Error('boom');\n",
+    ),
+    "c": (
+        '#include <stdio.h>\nint main(void){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a+b);}\n',
+        '#include <stdio.h>\nint main(void){long a,b;scanf("%ld %ld",&a,&b);printf("%ld\\n",a);}\n',
+        "int main(void){ return undefined_name; }\n",
+        "#include <stdlib.h>\nint main(void){ abort(); }\n",
+    ),
+    "cpp": (
+        "#include <bits/stdc++.h>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<'\\n';}\n",
+        "#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<b<<'\\n';}\n",
+        "#include <iostream>\nint main(){ std::cout << missing; }\n",
+        "#include <vector>\nint main(){ std::vector<int> v; return v.at(3); }\n",
+    ),
+    "java": (
+        "import java.util.*;\npublic class Main { public static void main(String[] x) {\n"
+        " Scanner s = new Scanner(System.in); System.out.println(s.nextLong() + s.nextLong()); } }\n",
+        "import java.util.*;\npublic class Main { public static void main(String[] x) {\n"
+        " Scanner s = new Scanner(System.in); System.out.println(s.nextLong()); } }\n",
+        'public class Main { public static void main(String[] x) { int y = "s"; } }\n',
+        "public class Main { public static void main(String[] x) { int[] a = new int[1];"
+        " System.out.println(a[5]); } }\n",
+    ),
+    "rust": (
+        "use std::io::Read;\nfn main(){let mut s=String::new();std::io::stdin().read_to_string(&mut s)"
+        ".unwrap();let v:Vec<i64>=s.split_whitespace().map(|x|x.parse().unwrap()).collect();"
+        'println!("{}",v[0]+v[1]);}\n',
+        "use std::io::Read;\nfn main(){let mut s=String::new();std::io::stdin().read_to_string(&mut s)"
+        ".unwrap();let v:Vec<i64>=s.split_whitespace().map(|x|x.parse().unwrap()).collect();"
+        'println!("{}",v[0]*v[1]);}\n',
+        'fn main() { let x: i32 = "s"; }\n',
+        'fn main() { let v: Vec<i32> = Vec::new(); println!("{}", v[3]); }\n',
+    ),
+    "go": (
+        'package main\nimport "fmt"\nfunc main(){var a,b int64\nfmt.Scan(&a,&b)\nfmt.Println(a+b)}\n',
+        'package main\nimport "fmt"\nfunc main(){var a,b int64\nfmt.Scan(&a,&b)\nfmt.Println(a-b)}\n',
+        'package main\nimport "fmt"\nfunc main(){ fmt.Println(undefinedName) }\n',
+        'package main\nfunc main(){ var m map[string]int; m["x"] = 1 }\n',
+    ),
+}
+EXPECTED = ("passed", "wrong_answer", "compile_error", "runtime_error")
+
+
+def test_every_registered_language_is_covered() -> None:
+    assert set(PROGRAMS) == set(LANGUAGES) == {
+        "python", "javascript", "typescript", "c", "cpp", "java", "rust", "go"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("language", sorted(PROGRAMS))
+def test_language_verdicts(language: str) -> None:
+    requests = [
+        CheckRequest(language=language, program=program, cases=CASES)
+        for program in PROGRAMS[language]
+    ]
+    checks = check_many(requests)
+    assert [check.status for check in checks] == list(EXPECTED), [c.feedback for c in checks]
+    right, wrong, broken, crashing = checks
+    assert right.passed and right.cases_passed == 3 and right.feedback == ""
+    assert "Expected output:" in wrong.feedback and "Input:" in wrong.feedback
+    assert broken.feedback.startswith("Compilation failed:")
+    assert crashing.cases_passed == 0
+
+
+def test_compile_cache_skips_the_second_compilation() -> None:
+    program = PROGRAMS["c"][0] + f"/* {time.time_ns()} */\n"
+    first = check_program("c", program, CASES)
+    second = check_program("c", program, CASES)
+    assert first.passed and second.passed
+    assert first.compile_ms > 0
+    assert second.compile_ms == 0
+
+
+def test_missing_cases_input_is_not_sent_expected_output() -> None:
+    # The program prints whatever it can read; the expected output must not be among it.
+    program = "import sys\nprint(sys.stdin.read())\nimport os\nprint(sorted(os.environ))\n"
+    check = check_program("python", program, [{"input": "question", "output": "SECRET-ANSWER"}])
+    assert check.status == "wrong_answer"
+    got = check.feedback.split("Your output:\n")[1]
+    assert "SECRET-ANSWER" not in got and "question" in got
+
+
+@pytest.mark.parametrize(
+    ("checker", "expected", "got", "ok"),
+    [
+        ("lines", "1\n2\n", "1  \n2\n\n\n", True),
+        ("lines", "1 2\n", "1  2\n", False),
+        ("lines", "a\n\nb\n", "a\nb\n", False),
+        ("lines", "x\r\ny\r\n", "x\ny", True),
+        ("tokens", "1 2\n3", "1\n2 3\n", True),
+        ("tokens", "1 2 3", "1 2", False),
+        ("float:1e-6", "0.3333333 2", "0.33333333333 2", True),
+        ("float:1e-6", "0.3333 2", "0.3334 2", False),
+        ("float:1e-3", "1000000", "1000500", True),
+        ("float:1e-6", "nan yes", "nan yes", True),
+        ("float:1e-6", "yes", "no", False),
+    ],
+)
+def test_checkers(checker: str, expected: str, got: str, ok: bool) -> None:
+    assert outputs_match(expected, got, checker) is ok
+
+
+def test_checkers_run_in_the_sandbox_path() -> None:
+    program = "print('0.333333333')\n"
+    case = [Case(input="", output="0.3333333")]
+    assert check_program("python", program, case, checker="float:1e-6").passed
+    assert not check_program("python", program, case, checker="tokens").passed
+
+
+@pytest.mark.parametrize("checker", ["lines ", "float", "float:-1", "float:abc", "regex"])
+def test_unknown_checker_is_rejected(checker: str) -> None:
+    with pytest.raises(ValueError, match="checker"):
+        parse_checker(checker)
+    check = check_program("python", "print(1)", [{"input": "", "output": "1"}], checker=checker)
+    assert check.status == "environment_error" and "checker" in check.feedback
+
+
+def test_unknown_language_is_an_environment_error_not_a_wrong_answer() -> None:
+    check = check_program("cobol", "DISPLAY 'HI'.", CASES)
+    assert check.status == "environment_error"
+    assert "unknown language" in check.feedback

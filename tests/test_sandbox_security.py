@@ -1,0 +1,174 @@
+"""Hostile programs are contained: each test checks the verdict AND the absence of side effects.
+
+Every program here runs only inside the sandbox. Each test stops by itself: the
+sandbox enforces small limits, and the test process adds its own timeouts.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from codeloop.sandbox import SandboxLimits, check_program, pool
+from tests.sandbox_probe import peak_rss_kib, processes, sandbox_processes
+
+pytestmark = pytest.mark.timeout(120)
+LIMITS = SandboxLimits(time_s=2.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
+ONE_CASE = [{"input": "", "output": "contained\n"}]
+
+
+def run_python(program: str, limits: SandboxLimits = LIMITS):
+    return check_program("python", program, ONE_CASE, limits=limits)
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    """After every test: no sandboxed process survives its check."""
+    yield
+    deadline = time.monotonic() + 5
+    while (left := sandbox_processes()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], f"processes outlived their check: {left}"
+
+
+def test_loopback_listener_is_unreachable() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        check = run_python(
+            f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+            "print('connected')\n"
+        )
+        assert check.status == "runtime_error"
+        assert "connected" not in check.feedback.split("Your output:")[-1].split("Error")[0]
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    finally:
+        listener.close()
+
+
+def test_writes_outside_the_work_folder_do_not_land(tmp_path: Path) -> None:
+    name = f"codeloop-escape-{uuid.uuid4().hex}"
+    targets = [tmp_path / name, Path("/tmp") / name, Path("/var/tmp") / name, Path.home() / name]
+    # Writes may succeed inside the sandbox's private tmpfs; none may reach the host.
+    program = "".join(
+        f"try:\n    open({str(t)!r}, 'w').write('x')\nexcept OSError:\n    pass\n" for t in targets
+    )
+    check = run_python(program + "print('contained')\n")
+    assert check.status == "passed", check.feedback
+    assert not any(target.exists() for target in targets)
+
+
+def test_fork_bomb_is_contained() -> None:
+    before = len(processes())
+    started = time.monotonic()
+    check = run_python(
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
+    assert check.status == "timeout"
+    assert time.monotonic() - started < 15
+    time.sleep(0.5)
+    assert len(processes()) <= before + 5
+
+
+def test_huge_allocation_hits_the_memory_limit() -> None:
+    check = run_python("x = bytearray(8 << 30)\nprint(len(x))\n")
+    assert check.status == "memory_limit"
+
+
+@pytest.mark.parametrize("language", ["java", "go"])
+def test_touched_memory_in_runtimes_without_address_limit(language: str) -> None:
+    programs = {
+        "java": "public class Main { public static void main(String[] a) {\n"
+        " java.util.List<long[]> keep = new java.util.ArrayList<>();\n"
+        " while (true) keep.add(new long[1 << 20]); } }\n",
+        "go": "package main\nfunc main() {\n var keep [][]byte\n for {\n"
+        "  b := make([]byte, 1<<24)\n  for i := range b { b[i] = 1 }\n"
+        "  keep = append(keep, b)\n }\n}\n",
+    }
+    check = check_program(language, programs[language], ONE_CASE, limits=LIMITS)
+    assert check.status == "memory_limit", check.feedback
+
+
+def test_infinite_loop_times_out_within_the_limit_plus_one_second() -> None:
+    limits = LIMITS.model_copy(update={"time_s": 1.0})
+    started = time.monotonic()
+    check = run_python("while True:\n    pass\n", limits)
+    elapsed = time.monotonic() - started
+    assert check.status == "timeout"
+    assert check.run_ms <= 2000
+    assert elapsed < 2.0 + 1.0  # the check's own overhead included
+
+
+def test_endless_printing_is_capped_in_bounded_memory() -> None:
+    check = run_python("while True:\n    print('y' * 4096)\n")
+    assert check.status == "output_limit"
+    assert len(check.feedback) <= 2000
+    workers = pool.get_pool("bwrap").workers
+    for worker in workers:
+        if worker.process is not None and worker.process.poll() is None:
+            assert peak_rss_kib(worker.process.pid) < 200 * 1024
+
+
+def test_double_forked_daemon_does_not_outlive_the_check() -> None:
+    marker = uuid.uuid4().hex
+    program = (
+        "import os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execv('/bin/sleep', ['sleep', '300', '{marker}'])\n"
+        "    os._exit(0)\n"
+        "time.sleep(0.3)\n"
+        "print('contained')\n"
+    )
+    check = run_python(program)
+    assert check.status == "passed", check.feedback
+    time.sleep(0.2)
+    assert [pid for pid, (_u, cmd) in processes().items() if marker in cmd] == []
+
+
+def test_killing_the_parent_leaves_the_harness_alive() -> None:
+    program = (
+        "import os, signal\n"
+        "for target in (os.getppid(), 1, -1):\n"
+        "    try:\n"
+        "        os.kill(target, signal.SIGKILL)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('contained')\n"
+    )
+    run_python(program)
+    workers = pool.get_pool("bwrap").workers
+    alive = [w for w in workers if w.process is not None and w.process.poll() is None]
+    assert alive, "no sandbox worker survived"
+    assert run_python("print('contained')\n").status == "passed"
+
+
+def test_reading_etc_shadow_fails() -> None:
+    check = run_python("print(open('/etc/shadow').read())\n")
+    assert check.status == "runtime_error"
+    assert "root:" not in check.feedback
+
+
+def test_filling_the_disk_hits_the_work_folder_limit() -> None:
+    program = (
+        "written = 0\n"
+        "try:\n"
+        "    with open('fill.bin', 'wb') as f:\n"
+        "        while written < (1 << 30):\n"
+        "            f.write(b'x' * (1 << 20))\n"
+        "            written += 1 << 20\n"
+        "except OSError as error:\n"
+        "    print('stopped', error.errno, written >> 20)\n"
+    )
+    check = run_python(program)
+    assert check.status == "wrong_answer"
+    got = check.feedback.split("Your output:\n")[1].split()
+    assert got[:2] == ["stopped", "28"]  # ENOSPC
+    assert int(got[2]) <= LIMITS.workdir_mib
