@@ -160,3 +160,27 @@ def test_unknown_language_is_an_environment_error_not_a_wrong_answer() -> None:
     check = check_program("cobol", "DISPLAY 'HI'.", CASES)
     assert check.status == "environment_error"
     assert "unknown language" in check.feedback
+
+
+def test_missing_toolchain_is_an_environment_error_naming_the_fix() -> None:
+    from dataclasses import replace
+
+    from codeloop.sandbox.check import Sandbox
+    from codeloop.sandbox.languages import LANGUAGES as REGISTRY
+
+    sandbox = Sandbox("bwrap", worker=7)
+    absent = replace(REGISTRY["go"], tools=("/nonexistent/bin/go",))
+    check = sandbox._missing(absent)
+    assert check is not None and check.status == "environment_error"
+    assert "/nonexistent/bin/go" in check.feedback and "apt-get install golang-go" in check.feedback
+
+
+def test_missing_bubblewrap_is_an_environment_error_not_a_downgrade(monkeypatch) -> None:
+    from codeloop.sandbox import harness
+    from codeloop.sandbox.check import Sandbox
+
+    monkeypatch.setattr(harness, "BWRAP", "/nonexistent/bwrap")
+    sandbox = Sandbox("bwrap", worker=7)
+    check = sandbox.check(CheckRequest(language="python", program="print(1)", cases=CASES))
+    assert check.status == "environment_error"
+    assert "bubblewrap is not installed" in check.feedback and check.backend == "bwrap"
