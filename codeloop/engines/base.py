@@ -1,0 +1,102 @@
+"""The engine protocol every inference backend implements.
+
+The loop only ever calls `generate`, `load_adapter` and `info`, so the same round
+runs on a laptop (hf, llamacpp), one GPU (vllm) or any serving stack (openai).
+Seeds are per request: a conversation's samples depend on its own seed only,
+never on what else shares its batch, so a resumed run repeats an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from codeloop.config import EngineConfig
+from codeloop.errors import ConfigError
+from codeloop.store import sha256_tree
+
+Conversation = list[dict[str, str]]
+
+
+class Completion(BaseModel):
+    """One generated answer."""
+
+    text: str
+    tokens: int = 0
+    """Generated tokens up to the answer's end (padding and stop overrun not counted)."""
+    finish_reason: str = "stop"
+    """stop (end of text or of the code block), length (max_tokens), or error."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    def generate(
+        self,
+        conversations: list[Conversation],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        seed: int | list[int] = 0,
+        n: int = 1,
+    ) -> list[list[Completion]]:
+        """`n` completions per conversation, in order."""
+        ...
+
+    def load_adapter(self, path: str | Path | None) -> None:
+        """Switch to the LoRA adapter in `path`, or back to the base model with None."""
+        ...
+
+    def info(self) -> dict[str, Any]:
+        """engine, model, revision, precision, adapter sha256: recorded in every binding."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def request_seed(seed: int, index: int) -> int:
+    """The seed of sample `index` of a request seeded `seed` (stable, 31-bit)."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def seeds_for(conversations: list[Conversation], seed: int | list[int]) -> list[int]:
+    if isinstance(seed, int):
+        return [seed] * len(conversations)
+    if len(seed) != len(conversations):
+        raise ValueError(f"{len(seed)} seeds for {len(conversations)} conversations")
+    return list(seed)
+
+
+def adapter_sha256(path: str | Path | None) -> str | None:
+    """sha256 of an adapter folder's files (checkpoints excluded), or None for the base."""
+    if path is None:
+        return None
+    return sha256_tree(path, ignore=lambda relative: relative.parts[0].startswith("checkpoint-"))
+
+
+def create(config: EngineConfig) -> Engine:
+    """The engine the config names (imports its heavy dependencies only now)."""
+    if config.kind == "hf":
+        from codeloop.engines.hf import HFEngine
+
+        return HFEngine(config)
+    if config.kind == "llamacpp":
+        from codeloop.engines.llamacpp import LlamaCppEngine
+
+        return LlamaCppEngine(config)
+    if config.kind == "openai":
+        from codeloop.engines.openai import OpenAIEngine
+
+        return OpenAIEngine(config)
+    if config.kind == "vllm":
+        from codeloop.engines.vllm import VLLMEngine
+
+        return VLLMEngine(config)
+    if config.kind == "replay":
+        from codeloop.engines.replay import ReplayEngine
+
+        return ReplayEngine(config)
+    raise ConfigError(f"engine.kind: unknown engine {config.kind!r}")

@@ -1,0 +1,150 @@
+"""The prompt recipe: what the model is asked, and how its program is read back.
+
+The exact text matters for what the model learns (training rows are built from
+these messages) and for comparability (a baseline and a candidate must see the
+same prompt), so the text is versioned and its sha256 goes into every binding.
+The correction turn shows only the PUBLIC examples' feedback: the hidden tests
+decide what is verified, and the model must never see them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from codeloop.store import sha256_json
+
+PROMPT_VERSION = "codeloop-recipe-1"
+SYSTEM = (
+    "You are a careful programmer. Answer with one complete program in a single fenced "
+    "code block, and nothing else."
+)
+FENCE_TAGS: dict[str, str] = {
+    "python": "python",
+    "javascript": "javascript",
+    "typescript": "typescript",
+    "c": "c",
+    "cpp": "cpp",
+    "java": "java",
+    "rust": "rust",
+    "go": "go",
+}
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "python": ("python", "py", "python3"),
+    "javascript": ("javascript", "js", "node"),
+    "typescript": ("typescript", "ts"),
+    "c": ("c",),
+    "cpp": ("cpp", "c++", "cxx"),
+    "java": ("java",),
+    "rust": ("rust", "rs"),
+    "go": ("go", "golang"),
+}
+STDIO_TEMPLATE = (
+    "{statement}\n\n{examples}Answer with the whole program in one ```{tag} code block."
+)
+FUNCTION_TEMPLATE = (
+    "Complete this {language} code. Return the complete code, including the given "
+    "signature, in one ```{tag} code block.\n\n```{tag}\n{statement}\n```"
+)
+CORRECTION_TEMPLATE = (
+    "Your program failed the public examples:\n{feedback}\n\n"
+    "Return the complete corrected program in one ```{tag} code block."
+)
+_LANGUAGE_NAMES = {
+    "python": "Python",
+    "javascript": "JavaScript",
+    "typescript": "TypeScript",
+    "c": "C",
+    "cpp": "C++",
+    "java": "Java",
+    "rust": "Rust",
+    "go": "Go",
+}
+_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9+#_-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+
+
+def prompt_sha256() -> str:
+    """sha256 of everything that shapes the prompt text; bump PROMPT_VERSION on change."""
+    return sha256_json(
+        {
+            "version": PROMPT_VERSION,
+            "system": SYSTEM,
+            "stdio": STDIO_TEMPLATE,
+            "function": FUNCTION_TEMPLATE,
+            "correction": CORRECTION_TEMPLATE,
+            "tags": FENCE_TAGS,
+        }
+    )
+
+
+def _field(task: Any, name: str) -> Any:
+    return task[name] if isinstance(task, dict) else getattr(task, name)
+
+
+def public_cases(task: Any) -> list[dict[str, str]]:
+    """The examples the model may see (never the hidden cases)."""
+    cases = _field(task, "public_cases") or []
+    return [case if isinstance(case, dict) else case.model_dump() for case in cases]
+
+
+def _examples(task: Any) -> str:
+    shown = public_cases(task)
+    if not shown:
+        return ""
+    parts = []
+    for number, case in enumerate(shown, 1):
+        parts.append(
+            f"Example {number}\nInput:\n```\n{case['input'].rstrip()}\n```\n"
+            f"Output:\n```\n{case['output'].rstrip()}\n```"
+        )
+    return "\n\n".join(parts) + "\n\n"
+
+
+def messages(task: Any) -> list[dict[str, str]]:
+    """The system and user turns for a task (stdio program or function completion)."""
+    language = _field(task, "language")
+    tag = FENCE_TAGS[language]
+    statement = _field(task, "statement").strip()
+    if _field(task, "kind") == "function":
+        user = FUNCTION_TEMPLATE.format(
+            language=_LANGUAGE_NAMES[language], tag=tag, statement=statement
+        )
+    else:
+        user = STDIO_TEMPLATE.format(statement=statement, examples=_examples(task), tag=tag)
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def correction(task: Any, answer: str, public_feedback: str) -> list[dict[str, str]]:
+    """The conversation asking for one correction, showing only public feedback."""
+    tag = FENCE_TAGS[_field(task, "language")]
+    turn = CORRECTION_TEMPLATE.format(feedback=public_feedback.strip(), tag=tag)
+    return [
+        *messages(task),
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": turn},
+    ]
+
+
+def source(answer: str, language: str | None = None) -> str:
+    """The program in `answer`'s fenced block for `language` (or its only block).
+
+    Raises ValueError when there is no usable block: the caller counts that as a
+    failed answer, never as an engine fault.
+    """
+    blocks = [(tag.lower(), body) for tag, body in _BLOCK.findall(answer or "")]
+    blocks = [(tag, body) for tag, body in blocks if body.strip()]
+    if language is not None:
+        tagged = [body for tag, body in blocks if tag in _ALIASES.get(language, (language,))]
+        if tagged:
+            return tagged[0].strip("\n") + "\n"
+    if len(blocks) == 1:
+        return blocks[0][1].strip("\n") + "\n"
+    if not blocks:
+        raise ValueError("the answer has no fenced code block")
+    raise ValueError(f"the answer has {len(blocks)} code blocks and none is tagged {language}")
+
+
+def ends_code_block(text: str) -> bool:
+    """Whether generated text has closed its first code block (generation may stop)."""
+    first = text.find("```")
+    return first >= 0 and text.find("```", first + 3) >= 0
