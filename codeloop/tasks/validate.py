@@ -1,0 +1,137 @@
+"""Prove a problem's tests before the model ever sees it: run its references in the sandbox.
+
+A wrong expected output would punish right answers and teach nothing, so a
+problem enters the pool only if one of its references passes every case (hidden
+and public). Each problem is checked once, however many languages it is rendered
+in. A sandbox that cannot run at all is an environment error, never a reason to
+drop a problem: the build stops and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from codeloop.config import SandboxConfig
+from codeloop.errors import SandboxEnvironmentError
+from codeloop.tasks.schema import Problem
+
+MAX_REFERENCES = 3
+_FEEDBACK_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What validation decided about one problem."""
+
+    key: str
+    accepted: bool
+    verified: bool
+    reason: str
+    checks: int = 0
+    """Reference programs run in the sandbox for this problem."""
+
+
+def _requests(problem: Problem, sandbox: SandboxConfig) -> list[Any]:
+    from codeloop.sandbox import LANGUAGES, CheckRequest
+
+    task = problem.tasks[0]
+    references = [ref for ref in task.references if ref.language in LANGUAGES]
+    requests = []
+    for reference in references[:MAX_REFERENCES]:
+        if task.kind == "stdio":
+            cases = [case.model_dump() for case in [*task.cases, *task.public_cases]]
+            requests.append(
+                CheckRequest(
+                    language=reference.language,
+                    program=reference.code,
+                    cases=cases,
+                    checker=task.checker,
+                    limits=sandbox.limits,
+                )
+            )
+        else:
+            assert task.function is not None
+            requests.append(
+                CheckRequest(
+                    language=reference.language,
+                    program=reference.code,
+                    test=task.function.tests,
+                    limits=sandbox.limits,
+                )
+            )
+    return requests
+
+
+def validate_problems(
+    problems: Sequence[Problem],
+    sandbox: SandboxConfig,
+    *,
+    on_done: Callable[[int, int], None] | None = None,
+) -> list[Verdict]:
+    """A verdict per problem, in order. Problems with a `skip_reason` are dropped unchecked.
+
+    Accepted without proof (`verified=False`): a problem with no runnable reference
+    (LiveCodeBench ships none), or a function task whose language the sandbox cannot
+    yet compose tests for. Raises `SandboxEnvironmentError` when every reference of
+    a stdio problem met an environment error.
+    """
+    from codeloop.sandbox import check_many
+
+    plan: list[tuple[int, int]] = []  # (problem index, request count)
+    requests: list[Any] = []
+    for index, problem in enumerate(problems):
+        made = [] if problem.skip_reason or not problem.tasks else _requests(problem, sandbox)
+        plan.append((index, len(made)))
+        requests.extend(made)
+    total = len(requests)
+    finished = [0]
+
+    def done(_: int, __: Any) -> None:
+        finished[0] += 1
+        if on_done is not None:
+            on_done(finished[0], total)
+
+    checks = (
+        check_many(requests, workers=sandbox.workers, backend=sandbox.backend, on_done=done)
+        if requests
+        else []
+    )
+    verdicts: list[Verdict] = []
+    position = 0
+    for index, count in plan:
+        problem = problems[index]
+        results = checks[position : position + count]
+        position += count
+        verdict = _verdict(problem, results)
+        verdicts.append(replace(verdict, checks=count))
+    return verdicts
+
+
+def _verdict(problem: Problem, results: Sequence[Any]) -> Verdict:
+    if problem.skip_reason:
+        return Verdict(problem.key, False, False, f"skipped: {problem.skip_reason}")
+    if not problem.tasks:
+        return Verdict(problem.key, False, False, "skipped: no tasks")
+    if not results:
+        return Verdict(problem.key, True, False, "unverified: no runnable reference solution")
+    task = problem.tasks[0]
+    languages = [ref.language for ref in task.references]
+    for language, check in zip(languages, results, strict=False):
+        if check.passed:
+            return Verdict(problem.key, True, True, f"reference passed ({language})")
+    failures = [check for check in results if check.status != "environment_error"]
+    if failures:
+        first = failures[0]
+        feedback = " ".join(first.feedback.split())[:_FEEDBACK_CHARS]
+        return Verdict(
+            problem.key, False, False, f"reference failed: {first.status}: {feedback}".rstrip()
+        )
+    feedback = " ".join(results[0].feedback.split())[:_FEEDBACK_CHARS]
+    if task.kind == "function":
+        return Verdict(problem.key, True, False, f"unverified: {feedback}")
+    raise SandboxEnvironmentError(
+        f"problem {problem.key} (family {problem.family}): the sandbox could not run its "
+        f"reference ({feedback}). Run `codeloop doctor` to see what this machine lacks."
+    )
