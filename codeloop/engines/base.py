@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from codeloop.config import EngineConfig
-from codeloop.errors import ConfigError
+from codeloop.errors import ConfigError, NotImplementedYet
 from codeloop.store import sha256_tree
 
 Conversation = list[dict[str, str]]
@@ -96,7 +96,5 @@ def create(config: EngineConfig) -> Engine:
 
         return VLLMEngine(config)
     if config.kind == "replay":
-        from codeloop.engines.replay import ReplayEngine
-
-        return ReplayEngine(config)
+        raise NotImplementedYet("engine.kind = replay: not implemented yet (issue 7)")
     raise ConfigError(f"engine.kind: unknown engine {config.kind!r}")

@@ -1,0 +1,100 @@
+"""Write a PEFT LoRA adapter as a llama.cpp LoRA GGUF, so the llamacpp engine can use it.
+
+llama.cpp stores a Llama's Q and K projections with their rows permuted for its
+rotary layout (transformers undoes this when it loads a GGUF). A LoRA delta
+B @ A lands on those rows, so B of q_proj and k_proj is permuted the same way; A
+is untouched. The scale is alpha / rank on both sides. Converted files are cached
+by the adapter's sha256, so switching adapters costs one conversion per adapter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from codeloop.errors import EngineError
+
+_MODULES = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+_PEFT_KEY = re.compile(
+    r"^(?:base_model\.model\.)?model\.layers\.(\d+)\.(\w+\.\w+)\.lora_([AB])(?:\.\w+)?\.weight$"
+)
+
+
+def _permute(weights, heads: int):  # numpy array [out, r]
+    """llama.cpp's row permutation of Q/K projections (convert_hf_to_gguf's `permute`)."""
+    rows = weights.shape[0]
+    return (
+        weights.reshape(heads, 2, rows // heads // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
+
+
+def base_metadata(base_gguf: str | Path) -> dict[str, int | str]:
+    """Architecture and head counts of the base GGUF."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(base_gguf))
+
+    def value(key: str):
+        field = reader.get_field(key)
+        if field is None:
+            raise EngineError(f"{base_gguf}: no {key} in its metadata")
+        return field.contents()
+
+    arch = value("general.architecture")
+    if arch != "llama":
+        raise EngineError(f"{base_gguf}: LoRA conversion supports llama models, not {arch}")
+    return {
+        "arch": arch,
+        "heads": int(value("llama.attention.head_count")),
+        "kv_heads": int(value("llama.attention.head_count_kv")),
+    }
+
+
+def convert(adapter: str | Path, base_gguf: str | Path, target: str | Path) -> Path:
+    """Write `adapter` (a PEFT folder) as a LoRA GGUF for `base_gguf` at `target`."""
+    import gguf
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    folder = Path(adapter)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    if config.get("use_rslora") or config.get("use_dora"):
+        raise EngineError(f"{folder}: rsLoRA/DoRA adapters cannot be converted for llama.cpp")
+    meta = base_metadata(base_gguf)
+    tensors = load_file(str(folder / "adapter_model.safetensors"))
+    out = gguf.GGUFWriter(str(target), arch=str(meta["arch"]))
+    out.add_type(gguf.GGUFType.ADAPTER)
+    out.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    out.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(config["lora_alpha"]))
+    written = 0
+    for key in sorted(tensors):
+        match = _PEFT_KEY.match(key)
+        if not match or match.group(2) not in _MODULES:
+            raise EngineError(f"{folder}: cannot map adapter tensor {key} to llama.cpp")
+        layer, module, side = int(match.group(1)), match.group(2), match.group(3)
+        data = tensors[key].astype(np.float32)
+        if side == "B" and module == "self_attn.q_proj":
+            data = _permute(data, int(meta["heads"]))
+        elif side == "B" and module == "self_attn.k_proj":
+            data = _permute(data, int(meta["kv_heads"]))
+        name = f"blk.{layer}.{_MODULES[module]}.weight.lora_{side.lower()}"
+        out.add_tensor(name, np.ascontiguousarray(data))
+        written += 1
+    if not written:
+        raise EngineError(f"{folder}: the adapter has no LoRA tensors")
+    out.write_header_to_file()
+    out.write_kv_data_to_file()
+    out.write_tensors_to_file()
+    out.close()
+    return Path(target)
