@@ -20,8 +20,11 @@ from codeloop import __version__
 from codeloop import config as session_config
 from codeloop.cli_stubs import planned
 from codeloop.errors import CodeloopError
+from codeloop.evaluate.cli import eval_command
+from codeloop.loop import cli as loop_cli
 from codeloop.sandbox import cli as sandbox_cli
 from codeloop.tasks.cli import app as data_app
+from codeloop.train.cli import train as train_command
 
 app = typer.Typer(
     name="codeloop",
@@ -33,8 +36,12 @@ app = typer.Typer(
 config_app = typer.Typer(help="Show, check and document session configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
+app.command("run")(loop_cli.run)
+app.command("phase")(loop_cli.phase)
+app.command("status")(loop_cli.show_status)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)
+app.command("train")(train_command)
 
 out = Console()
 err = Console(stderr=True)
@@ -42,17 +49,13 @@ _state = {"debug": os.environ.get("CODELOOP_DEBUG") == "1"}
 
 # Subcommands whose owning issue is not done yet: name -> (what it will do, issue).
 _PLANNED: dict[str, tuple[str, int]] = {
-    "run": ("Run loop rounds: prepare, collect, export, train, evaluate, gate, audit.", 7),
-    "phase": ("Run one phase of one round (the launcher calls this).", 7),
-    "status": ("Show a session's round, phase, progress and history.", 7),
     "report": ("Write the HTML report of a session.", 7),
     "verify": ("Re-verify a session's saved answers and artifact hashes.", 7),
-    "eval": ("Evaluate samples on a benchmark suite (HumanEval, HumanEval-X).", 3),
-    "train": ("Fine-tune a LoRA adapter on verified rows.", 6),
     "export-dataset": ("Export a session's verified training rows.", 7),
 }
 for _name, (_summary, _issue) in _PLANNED.items():
     planned(app, _name, _summary, _issue, f"codeloop {_name}")
+app.command("eval")(eval_command)
 
 
 def _version(value: bool) -> None:

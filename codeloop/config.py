@@ -266,6 +266,11 @@ class ExportConfig(Section):
 
 
 class TrainConfig(Section):
+    base_model: str | None = Field(
+        None,
+        description="Model the adapter is trained on; default: engine.model (set it for the "
+        "replay and openai engines, whose engine.model is not a local model).",
+    )
     rank: int = Field(8, gt=0, description="LoRA rank.")
     alpha: float = Field(16.0, gt=0, description="LoRA alpha.")
     dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout.")
@@ -300,6 +305,9 @@ class AuditConfig(Section):
     )
     humaneval_x_path: str | None = Field(
         None, description="Local HumanEval-X folder for the humaneval-x suite; unset means the hub."
+    )
+    limit: int | None = Field(
+        None, gt=0, description="Use at most this many tasks of each suite (unset: all of them)."
     )
 
 

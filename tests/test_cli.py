@@ -25,13 +25,8 @@ DESIGN_COMMANDS = [
     "export-dataset",
 ]
 NOT_BUILT_YET = [
-    ["run", "--preset", "cpu-demo"],
-    ["phase", "--session", "s", "--round", "1", "--phase", "prepare"],
-    ["status"],
     ["report"],
     ["verify"],
-    ["eval", "--suite", "humaneval-x", "--samples", "s.jsonl", "--out", "d"],
-    ["train", "--dataset", "train.jsonl"],
     ["export-dataset"],
 ]
 

@@ -9,14 +9,15 @@ never on what else shares its batch, so a resumed run repeats an uninterrupted o
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from codeloop.config import EngineConfig
-from codeloop.errors import ConfigError, NotImplementedYet
-from codeloop.store import sha256_tree
+from codeloop.errors import ConfigError, IntegrityError
+from codeloop.store import sha256_file, sha256_json
 
 Conversation = list[dict[str, str]]
 
@@ -41,8 +42,13 @@ class Engine(Protocol):
         temperature: float = 0.0,
         seed: int | list[int] = 0,
         n: int = 1,
+        keys: list[str] | None = None,
     ) -> list[list[Completion]]:
-        """`n` completions per conversation, in order."""
+        """`n` completions per conversation, in order.
+
+        `keys` name each request (task id and attempt); only the replay engine,
+        which answers from saved generations, needs them.
+        """
         ...
 
     def load_adapter(self, path: str | Path | None) -> None:
@@ -70,11 +76,27 @@ def seeds_for(conversations: list[Conversation], seed: int | list[int]) -> list[
     return list(seed)
 
 
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+
+
 def adapter_sha256(path: str | Path | None) -> str | None:
-    """sha256 of an adapter folder's files (checkpoints excluded), or None for the base."""
+    """sha256 of an adapter's weights and config (None for the base model).
+
+    Only these two files define what the adapter computes; reports written next to
+    them (training.json with its timings) do not change its identity.
+    """
     if path is None:
         return None
-    return sha256_tree(path, ignore=lambda relative: relative.parts[0].startswith("checkpoint-"))
+    folder = Path(path)
+    missing = [name for name in ADAPTER_FILES if not (folder / name).is_file()]
+    if missing:
+        raise IntegrityError(f"{folder}: not a complete adapter (missing {', '.join(missing)})")
+    config = json.loads((folder / "adapter_config.json").read_text())
+    if isinstance(config.get("target_modules"), list):
+        # PEFT writes a set here in hash order, which changes from process to process.
+        config["target_modules"] = sorted(config["target_modules"])
+    weights = sha256_file(folder / "adapter_model.safetensors")
+    return sha256_json({"adapter_config.json": config, "adapter_model.safetensors": weights})
 
 
 def create(config: EngineConfig) -> Engine:
@@ -96,5 +118,7 @@ def create(config: EngineConfig) -> Engine:
 
         return VLLMEngine(config)
     if config.kind == "replay":
-        raise NotImplementedYet("engine.kind = replay: not implemented yet (issue 7)")
+        from codeloop.engines.replay import ReplayEngine
+
+        return ReplayEngine(config)
     raise ConfigError(f"engine.kind: unknown engine {config.kind!r}")

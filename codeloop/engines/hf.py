@@ -103,6 +103,7 @@ class HFEngine:
         temperature: float = 0.0,
         seed: int | list[int] = 0,
         n: int = 1,
+        keys: list[str] | None = None,
     ) -> list[list[Completion]]:
         seeds = seeds_for(conversations, seed)
         jobs = [(c, s, i) for c, s in zip(conversations, seeds, strict=True) for i in range(n)]

@@ -117,6 +117,7 @@ class LlamaCppEngine:
         temperature: float = 0.0,
         seed: int | list[int] = 0,
         n: int = 1,
+        keys: list[str] | None = None,
     ) -> list[list[Completion]]:
         started = time.monotonic()
         seeds = seeds_for(conversations, seed)

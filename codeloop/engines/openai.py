@@ -107,6 +107,7 @@ class OpenAIEngine:
         temperature: float = 0.0,
         seed: int | list[int] = 0,
         n: int = 1,
+        keys: list[str] | None = None,
     ) -> list[list[Completion]]:
         seeds = seeds_for(conversations, seed)
         jobs = [

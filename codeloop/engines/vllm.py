@@ -64,6 +64,7 @@ class VLLMEngine:
         temperature: float = 0.0,
         seed: int | list[int] = 0,
         n: int = 1,
+        keys: list[str] | None = None,
     ) -> list[list[Completion]]:
         from vllm import SamplingParams
 

@@ -1,0 +1,146 @@
+"""export: the verified training rows of this and earlier rounds, re-verified, balanced.
+
+Only passed answers to TRAIN tasks are replayed (never validation or test), the
+newest `export.replay_per_language` per language. Each is checked again now: an
+answer that passed once and fails today means the sandbox or the task changed,
+which is an error, not a row to drop quietly. Every language contributes the same
+number of rows, so easy languages cannot dominate the update.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from codeloop import recipe, store
+from codeloop.errors import IntegrityError
+from codeloop.loop.collect import check_answers
+from codeloop.loop.common import Round
+from codeloop.tasks.schema import Task
+
+SCOPE = (
+    "Complete programs written by the model and checked in the sandbox against the "
+    "task's hidden tests; public source overlap is possible."
+)
+
+
+def _token_counter(r: Round):
+    """Counts chat-template tokens with the training model's tokenizer, when it is local."""
+    from codeloop.models import hf_folder, resolve
+
+    model = r.config.train.base_model or r.config.engine.model
+    try:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(hf_folder(resolve(model)), local_files_only=True)
+    except Exception:  # no local tokenizer (a hub model offline): no length filter
+        return None
+
+    def count(messages: list[dict[str, str]]) -> int:
+        ids = tokenizer.apply_chat_template(messages, tokenize=True)
+        return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    return count
+
+
+def candidates(r: Round) -> dict[str, list[tuple[Task, dict[str, Any], int]]]:
+    """Passed train answers per language, oldest first, each task once."""
+    found: dict[str, list[tuple[Task, dict[str, Any], int]]] = {}
+    seen: set[str] = set()
+    for number in r.session.rounds():
+        if number > r.number:
+            continue
+        other = Round(r.session, r.config, number)
+        rows_file = other.path("collect-rows.json")
+        if not other.phase_done("collect"):
+            continue
+        train = {task.id: task for task in other.tasks("train")}
+        for row in store.read(rows_file)["rows"]:
+            task = train.get(row["id"])
+            if task is None or task.split != "train" or not row["passed"] or task.id in seen:
+                continue
+            seen.add(task.id)
+            found.setdefault(task.language, []).append((task, row, number))
+    return found
+
+
+def run(r: Round, resume: bool) -> dict[str, Any]:
+    cfg = r.config
+    found = candidates(r)
+    chosen = {
+        lang: found.get(lang, [])[-cfg.export.replay_per_language :] for lang in cfg.tasks.languages
+    }
+    flat = [item for lang in cfg.tasks.languages for item in chosen[lang]]
+    r.progress("export", 0, len(flat), task="re-verifying replayed answers")
+    checks = check_answers(r, [(task, row["answer"]) for task, row, _n in flat])
+    for (task, _row, number), check in zip(flat, checks, strict=True):
+        if not check.passed:
+            raise IntegrityError(
+                f"task {task.id} ({task.language}, round {number}): a previously verified "
+                f"training answer no longer passes ({check.status}); the sandbox or the task "
+                "changed, so earlier verification cannot be trusted"
+            )
+    count = _token_counter(r)
+    grouped: dict[str, list[dict[str, Any]]] = {lang: [] for lang in cfg.tasks.languages}
+    too_long = 0
+    for task, row, _number in flat:
+        program = row["program"]
+        answer = f"```{recipe.FENCE_TAGS[task.language]}\n{program}```"
+        messages = [*recipe.messages(task), {"role": "assistant", "content": answer}]
+        if count is not None and count(messages) > cfg.export.max_length:
+            too_long += 1
+            continue
+        grouped[task.language].append(
+            {
+                "task_id": task.id,
+                "language": task.language,
+                "split": "train",
+                "messages": messages,
+                "verification": {"kind": "local_execution", "passed": True, "status": "passed"},
+                "provenance": {
+                    **task.provenance.model_dump(mode="json"),
+                    "task_sha256": store.sha256_json(task.to_json()),
+                },
+            }
+        )
+    present = [
+        rows for rows in grouped.values() if len(rows) >= max(1, cfg.export.min_per_language)
+    ]
+    per_language = min((len(rows) for rows in present), default=0)
+    rows = [rows[i] for i in range(per_language) for rows in present]
+    data = r.path("train.jsonl")
+    store.write_text(data, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    languages = {lang: sum(row["language"] == lang for row in rows) for lang in cfg.tasks.languages}
+    data_sha = store.sha256_file(data)
+    store.write_json(
+        r.path("train.jsonl.manifest.json"),
+        {
+            "split": "train",
+            "verification": "local_execution",
+            "rows": len(rows),
+            "languages": languages,
+            "dataset_sha256": data_sha,
+            "per_language": per_language,
+            "dropped_too_long": too_long,
+            "scope": SCOPE,
+        },
+    )
+    short = [lang for lang, n in languages.items() if n < cfg.export.min_per_language]
+    ready = len(rows) >= cfg.export.min_examples and not short
+    reason = (
+        "enough verified rows"
+        if ready
+        else f"{len(rows)} rows (need {cfg.export.min_examples})"
+        if not short
+        else f"too few rows in {', '.join(short)}"
+    )
+    r.progress("export", len(flat), len(flat))
+    return {
+        "completed": True,
+        "ready": ready,
+        "reason": reason,
+        "rows": len(rows),
+        "languages": languages,
+        "data_sha256": data_sha,
+        "dropped_too_long": too_long,
+    }

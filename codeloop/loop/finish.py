@@ -1,0 +1,137 @@
+"""finish: accept or reject the candidate, record why, and keep the session's status.
+
+The rule is the seed's: accept only if the gate was promising, the full audit lost
+no task the retained model solved, and the audit total is not lower. The decision
+records the comparisons, the sha256 of every input file and the limitations. A
+rejected adapter's weights and checkpoints are deleted; its reports stay.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from codeloop import store
+from codeloop.errors import IntegrityError
+from codeloop.loop.audit import due
+from codeloop.loop.common import Round, status
+from codeloop.loop.gate import compare
+
+LIMITATIONS = [
+    "Validation and benchmark tests are reused development checks, not proof of general "
+    "coding quality.",
+    "Fresh validation problem families are reserved before training and never enter replay.",
+]
+_BINDING_KEYS = (
+    "datasets",
+    "max_output_tokens",
+    "temperature",
+    "prompt",
+    "engine",
+    "model",
+    "revision",
+    "precision",
+    "toolchains",
+    "sandbox",
+)
+_VOLATILE = ("progress.json", "finish.json")
+
+
+def _audit(r: Round, phase: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary_file = r.path(phase) / "summary.json"
+    summary = store.read(summary_file)
+    rows = store.read(r.path(phase) / "rows.json")["rows"]
+    expected = len(store.read(r.path("audit-tasks.json"))["tasks"])
+    if not summary.get("completed") or summary["total"] != expected or len(rows) != expected:
+        raise IntegrityError(
+            f"{summary_file}: incomplete audit ({summary.get('total')} of {expected} tasks); "
+            "promotion needs the whole benchmark"
+        )
+    if summary["passed"] != sum(row["passed"] for row in rows):
+        raise IntegrityError(f"{summary_file}: summary differs from its rows")
+    return summary, rows
+
+
+def decide(r: Round) -> dict[str, Any]:
+    gate = r.result("gate")
+    comparisons: dict[str, Any] = {}
+    accepted = False
+    if not gate.get("skipped"):
+        comparisons["validation"] = {
+            k: gate[k]
+            for k in ("gained", "lost", "mcnemar_p", "macro_before", "macro_after", "languages")
+        }
+        if due(r):
+            (parent, parent_rows), (candidate, candidate_rows) = (
+                _audit(r, "audit-parent"),
+                _audit(r, "audit-candidate"),
+            )
+            differing = [
+                key
+                for key in _BINDING_KEYS
+                if parent["binding"].get(key) != candidate["binding"].get(key)
+            ]
+            if differing:
+                raise IntegrityError(
+                    f"{r.folder}: audit conditions differ between parent and candidate "
+                    f"({', '.join(differing)}); the audits cannot be compared"
+                )
+            audit = compare(parent_rows, candidate_rows)
+            comparisons["audit"] = audit
+            accepted = (
+                bool(gate["promising"])
+                and audit["lost"] == 0
+                and (audit["after"] >= audit["before"])
+            )
+    if accepted:
+        decision = "Candidate accepted after validation and full audit"
+    elif gate.get("skipped"):
+        decision = "More verified examples needed; continuing collection"
+    elif not gate["promising"]:
+        decision = "Candidate rejected at the validation gate; retained model unchanged"
+    else:
+        decision = "Candidate rejected by the full audit; retained model unchanged"
+    return {"accepted": accepted, "decision": decision, "comparisons": comparisons}
+
+
+def run(r: Round, resume: bool) -> dict[str, Any]:
+    verdict = decide(r)
+    parent = r.parent
+    adapter = r.candidate_adapter
+    retained = f"{r.folder.name}/adapter" if verdict["accepted"] else parent
+    inputs = {
+        str(path.relative_to(r.session.root)): store.sha256_file(path)
+        for path in sorted(r.folder.rglob("*.json"))
+        # The adapter folder is bound through train.json's adapter_sha256 (its weights
+        # and config); training.json beside them holds timings, not inputs.
+        if path.name not in _VOLATILE and path.relative_to(r.folder).parts[0] != "adapter"
+    }
+    if not verdict["accepted"] and adapter.exists():
+        for child in adapter.glob("checkpoint-*"):
+            shutil.rmtree(child, ignore_errors=True)
+        (adapter / "adapter_model.safetensors").unlink(missing_ok=True)
+    current = status(r.session)
+    history = [entry for entry in current.get("history", []) if entry["round"] != r.number]
+    history.append(
+        {
+            "round": r.number,
+            "accepted": verdict["accepted"],
+            "decision": verdict["decision"],
+            "retained_adapter": retained,
+        }
+    )
+    store.write_json(
+        r.session.status,
+        {
+            **current,
+            "retained_adapter": retained,
+            "history": sorted(history, key=lambda e: e["round"]),
+        },
+    )
+    return {
+        "completed": True,
+        **verdict,
+        "retained_adapter": retained,
+        "inputs": inputs,
+        "limitations": LIMITATIONS,
+    }
