@@ -1,0 +1,162 @@
+"""Each integrity error of the round, triggered for real, with its message checked.
+
+One real round is run once; each test copies it, breaks one thing, and runs the
+phase that must notice.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from codeloop import store
+from codeloop.errors import IntegrityError
+from codeloop.loop.gate import compare, mcnemar_exact, promising
+from codeloop.loop.phases import run_phase
+from codeloop.loop.prepare import check_assignment
+from tests.loop_fixtures import make_session, tiny_model
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("integrity")
+    session = make_session(root / "session", tiny_model(root / "model"))
+    result = subprocess.run(
+        [sys.executable, "-m", "codeloop", "run", "--session", str(session)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return session
+
+
+@pytest.fixture
+def session(finished: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "session"
+    shutil.copytree(finished, copy)
+    return copy
+
+
+def forget(session: Path, *phases: str) -> Path:
+    folder = session / "round-000001"
+    for phase in phases:
+        (folder / f"{phase}.json").unlink()
+    return folder
+
+
+def test_duplicate_task_id_is_refused() -> None:
+    task = {"id": "a" * 32, "family": "f1"}
+    with pytest.raises(IntegrityError, match=r"duplicate task id a{32}"):
+        check_assignment([task, task], [], "tasks.json")
+
+
+def test_family_in_two_splits_is_refused() -> None:
+    with pytest.raises(IntegrityError, match="family f1 is in both train and validation"):
+        check_assignment([{"id": "1", "family": "f1"}], [{"id": "2", "family": "f1"}], "x")
+
+
+def test_tampered_tasks_json_is_refused(session: Path) -> None:
+    folder = forget(session, "collect")
+    tasks = store.read(folder / "tasks.json")
+    tasks["train"] = tasks["train"][:-1]
+    store.write_json(folder / "tasks.json", tasks)
+    with pytest.raises(IntegrityError, match="tasks changed after prepare"):
+        run_phase(session, 1, "collect")
+
+
+def test_train_jsonl_changed_after_export_is_refused(session: Path) -> None:
+    folder = forget(
+        session, "train", "candidate", "gate", "audit-parent", "audit-candidate", "finish"
+    )
+    with (folder / "train.jsonl").open("a") as handle:
+        handle.write("\n")
+    with pytest.raises(IntegrityError, match="training data changed after export"):
+        run_phase(session, 1, "train")
+
+
+def test_answers_bound_to_other_weights_are_refused(session: Path) -> None:
+    folder = forget(session, "collect")
+    rows = store.read(folder / "collect-rows.json")
+    rows["binding"]["adapter_sha256"] = "0" * 64
+    rows["rows"] = rows["rows"][:2]
+    store.write_json(folder / "collect-rows.json", rows)
+    with pytest.raises(IntegrityError, match="bound to other adapter"):
+        run_phase(session, 1, "collect")
+
+
+def test_a_previously_verified_answer_that_now_fails_is_an_error(session: Path) -> None:
+    folder = forget(session, "export")
+    rows = store.read(folder / "collect-rows.json")
+    passed = next(row for row in rows["rows"] if row["passed"])
+    passed["answer"] = "```python\nprint('changed')\n```"
+    store.write_json(folder / "collect-rows.json", rows)
+    with pytest.raises(IntegrityError, match=f"task {passed['id']}.*no longer passes"):
+        run_phase(session, 1, "export")
+
+
+def test_audit_conditions_that_differ_are_refused(session: Path) -> None:
+    folder = forget(session, "finish")
+    summary_file = folder / "audit-candidate" / "summary.json"
+    summary = store.read(summary_file)
+    summary["binding"]["max_output_tokens"] += 1
+    store.write_json(summary_file, summary)
+    with pytest.raises(IntegrityError, match=r"audit conditions differ.*max_output_tokens"):
+        run_phase(session, 1, "finish")
+
+
+def test_an_incomplete_audit_cannot_be_used(session: Path) -> None:
+    folder = forget(session, "finish")
+    rows_file = folder / "audit-candidate" / "rows.json"
+    rows = store.read(rows_file)
+    rows["rows"] = rows["rows"][:-1]
+    store.write_json(rows_file, rows)
+    with pytest.raises(IntegrityError, match="incomplete audit"):
+        run_phase(session, 1, "finish")
+
+
+def test_finish_accepts_and_status_keeps_the_adapter(finished: Path) -> None:
+    finish = store.read(finished / "round-000001" / "finish.json")
+    status = store.read(finished / "status.json")
+    # The fixture's gate rule (min_net_gain 0) lets an equal candidate through.
+    assert finish["accepted"] is True
+    assert status["retained_adapter"] == "round-000001/adapter"
+    assert (finished / "round-000001/adapter/adapter_model.safetensors").exists()
+
+
+def test_a_rejected_candidate_loses_its_weights_but_keeps_its_reports(session: Path) -> None:
+    folder = forget(session, "gate", "audit-parent", "audit-candidate", "finish")
+    config = (session / "config.toml").read_text().replace("min_net_gain = 0", "min_net_gain = 1")
+    (session / "config.toml").write_text(config)
+    for phase in ("gate", "audit-parent", "audit-candidate", "finish"):
+        run_phase(session, 1, phase)
+    finish = store.read(folder / "finish.json")
+    assert finish["accepted"] is False and "validation gate" in finish["decision"]
+    assert not (folder / "adapter" / "adapter_model.safetensors").exists()
+    assert (folder / "adapter" / "training.json").exists()
+    assert store.read(session / "status.json")["retained_adapter"] is None
+
+
+def test_gate_statistics() -> None:
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
+    assert mcnemar_exact(3, 3) == 1.0
+    before = [{"id": str(i), "language": "go", "passed": i < 2} for i in range(6)]
+    after = [{"id": str(i), "language": "go", "passed": i in (1, 2, 3)} for i in range(6)]
+    comparison = compare(before, after)
+    assert (comparison["gained"], comparison["lost"]) == (2, 1)
+    from codeloop.config import GateConfig
+
+    assert promising(comparison, GateConfig())[0] is True
+    assert promising(comparison, GateConfig(min_net_gain=2))[0] is False
+    assert promising(comparison, GateConfig(max_p_value=0.05))[0] is False
+    json.dumps(comparison)
