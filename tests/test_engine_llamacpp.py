@@ -7,6 +7,7 @@ same adapter), which a wrong tensor mapping or a missing Q/K permutation breaks.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,10 @@ def test_the_qk_permutation_is_what_makes_attention_adapters_agree(
     """The comparison can fail: without llama.cpp's Q/K row layout the deltas disagree."""
     attention = make_adapter(tmp_path / "qk", ["q_proj", "k_proj"])
     assert _delta_cosine(engine, attention, attention[2]) > 0.9
-    (attention[2] / "README.md").write_text("a different sha256, so a fresh conversion\n")
+    config_file = attention[2] / "adapter_config.json"
+    config = json.loads(config_file.read_text())
+    config["codeloop_test"] = "another sha256, so a fresh conversion without the permutation"
+    config_file.write_text(json.dumps(config))
     monkeypatch.setattr(lora_gguf, "_permute", lambda weights, heads: weights)
     assert _delta_cosine(engine, attention, attention[2]) < 0.8
 

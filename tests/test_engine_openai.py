@@ -82,6 +82,7 @@ def test_a_refused_request_is_a_clear_error_without_retries(engine) -> None:
 
 def test_a_server_without_runtime_lora_says_how_to_get_it(engine, tmp_path: Path) -> None:
     (tmp_path / "adapter_config.json").write_text("{}")
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"not served here")
     with pytest.raises(EngineError, match="VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
         engine.load_adapter(tmp_path)
     assert engine.info()["adapter_sha256"] is None
