@@ -79,6 +79,21 @@ def seeds_for(conversations: list[Conversation], seed: int | list[int]) -> list[
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
+def expand(
+    conversations: list[Conversation], seed: int | list[int], n: int
+) -> list[tuple[Conversation, int]]:
+    """One (conversation, sample seed) per completion wanted, request by request."""
+    seeds = seeds_for(conversations, seed)
+    return [
+        (c, request_seed(s, i)) for c, s in zip(conversations, seeds, strict=True) for i in range(n)
+    ]
+
+
+def regroup(flat: list[Completion], n: int) -> list[list[Completion]]:
+    """The flat completions of `expand`'s order, back as n per conversation."""
+    return [flat[start : start + n] for start in range(0, len(flat), n)]
+
+
 def adapter_sha256(path: str | Path | None) -> str | None:
     """sha256 of an adapter's weights and config (None for the base model).
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.config import EngineConfig
-from codeloop.engines.base import Completion, Conversation, adapter_sha256, request_seed, seeds_for
+from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
 from codeloop.errors import EngineError
 from codeloop.models import ModelRef, load, resolve
 from codeloop.recipe import ends_code_block
@@ -105,10 +105,9 @@ class HFEngine:
         n: int = 1,
         keys: list[str] | None = None,
     ) -> list[list[Completion]]:
-        seeds = seeds_for(conversations, seed)
-        jobs = [(c, s, i) for c, s in zip(conversations, seeds, strict=True) for i in range(n)]
-        prompts = [self._encode(conversation) for conversation, _s, _i in jobs]
-        sample_seeds = [request_seed(s, i) for _c, s, i in jobs]
+        jobs = expand(conversations, seed, n)
+        prompts = [self._encode(conversation) for conversation, _seed in jobs]
+        sample_seeds = [job_seed for _conversation, job_seed in jobs]
         flat: list[Completion] = []
         size = self.config.batch_size
         # With adapters loaded but none selected, the base model must answer.
@@ -121,7 +120,7 @@ class HFEngine:
                     max_tokens,
                     temperature,
                 )
-        return [flat[k * n : (k + 1) * n] for k in range(len(conversations))]
+        return regroup(flat, n)
 
     def _decode(
         self, prompts: list[list[int]], seeds: list[int], max_tokens: int, temperature: float

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.config import EngineConfig
-from codeloop.engines.base import Completion, Conversation, adapter_sha256, request_seed, seeds_for
+from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
 from codeloop.engines.lora_gguf import convert
 from codeloop.errors import EngineError
 from codeloop.models import resolve
@@ -120,11 +120,8 @@ class LlamaCppEngine:
         keys: list[str] | None = None,
     ) -> list[list[Completion]]:
         started = time.monotonic()
-        seeds = seeds_for(conversations, seed)
-        results = [
-            [self._one(c, max_tokens, temperature, request_seed(s, i)) for i in range(n)]
-            for c, s in zip(conversations, seeds, strict=True)
-        ]
+        flat = [self._one(c, max_tokens, temperature, s) for c, s in expand(conversations, seed, n)]
+        results = regroup(flat, n)
         self.stats["generated_tokens"] += sum(r.tokens for row in results for r in row)
         self.stats["seconds"] += time.monotonic() - started
         return results

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from codeloop.config import EngineConfig
-from codeloop.engines.base import Completion, Conversation, adapter_sha256, request_seed, seeds_for
+from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
 from codeloop.engines.server import ManagedServer
 from codeloop.errors import EngineError
 
@@ -109,17 +109,12 @@ class OpenAIEngine:
         n: int = 1,
         keys: list[str] | None = None,
     ) -> list[list[Completion]]:
-        seeds = seeds_for(conversations, seed)
-        jobs = [
-            (c, request_seed(s, i))
-            for c, s in zip(conversations, seeds, strict=True)
-            for i in range(n)
-        ]
+        jobs = expand(conversations, seed, n)
         with ThreadPoolExecutor(max_workers=self.config.concurrency) as pool:
             flat = list(
                 pool.map(lambda job: self._complete(job[0], max_tokens, temperature, job[1]), jobs)
             )
-        return [flat[k * n : (k + 1) * n] for k in range(len(conversations))]
+        return regroup(flat, n)
 
     # -- adapters ------------------------------------------------------------------------
 

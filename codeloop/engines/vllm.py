@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.config import EngineConfig
-from codeloop.engines.base import Completion, Conversation, adapter_sha256, request_seed, seeds_for
+from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
 from codeloop.errors import EngineError
 from codeloop.models import hf_folder, resolve
 
@@ -68,12 +68,7 @@ class VLLMEngine:
     ) -> list[list[Completion]]:
         from vllm import SamplingParams
 
-        seeds = seeds_for(conversations, seed)
-        jobs = [
-            (c, request_seed(s, i))
-            for c, s in zip(conversations, seeds, strict=True)
-            for i in range(n)
-        ]
+        jobs = expand(conversations, seed, n)
         params = [
             SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=job_seed)
             for _c, job_seed in jobs
@@ -89,7 +84,7 @@ class VLLMEngine:
             )
             for o in outputs
         ]
-        return [flat[k * n : (k + 1) * n] for k in range(len(conversations))]
+        return regroup(flat, n)
 
     def info(self) -> dict[str, Any]:
         return {
