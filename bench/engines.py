@@ -12,9 +12,7 @@ random rank-8 adapter made here). Prints a table and appends it to bench/RESULTS
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import socket
 import sys
 import tempfile
@@ -22,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+from results import record  # bench/results.py (scripts run from bench/)
 
 from codeloop.config import BUNDLED_MODEL, EngineConfig, ManagedServer
 from codeloop.engines.hf import HFEngine
@@ -142,15 +141,11 @@ def main() -> None:
         f"| {name} | {label} | {speed:.1f} | {tokens} | {speed / hf8:.2f}x |"
         for name, label, speed, tokens in rows
     ]
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    title = (
-        f"## engines, bundled SmolLM2-135M on CPU ({stamp}, {platform.node()}, "
-        f"{threads} threads, {args.prompts} prompts, max {args.max_tokens} tokens)"
+    record(
+        f"engines, bundled SmolLM2-135M on CPU ({threads} threads, {args.prompts} prompts, "
+        f"max {args.max_tokens} tokens)",
+        lines,
     )
-    text = "\n".join([title, "", *lines, ""]) + "\n"
-    print(text)
-    with Path(__file__).with_name("RESULTS.md").open("a", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ and appends it to bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import statistics
 import time
 import uuid
-from pathlib import Path
+
+from results import record  # bench/results.py (scripts run from bench/)
 
 from codeloop.sandbox import CheckRequest, check_many
 from codeloop.sandbox.languages import toolchain_version
@@ -87,16 +86,11 @@ def main() -> None:
             f"{row['warm']:.1f} | {row['compile_ms']:.0f} | {row['run_ms']:.1f} |"
         )
         print(lines[-1], flush=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    title = (
-        f"## sandbox throughput ({stamp}, {platform.node()}, {os.cpu_count()} cores, "
-        f"{args.workers} workers, {args.programs} programs x {len(CASES)} cases, bubblewrap)"
+    record(
+        f"sandbox throughput ({os.cpu_count()} cores, {args.workers} workers, "
+        f"{args.programs} programs x {len(CASES)} cases, bubblewrap)",
+        lines,
     )
-    text = "\n".join([title, "", *lines, ""]) + "\n"
-    print(text)
-    results = Path(__file__).with_name("RESULTS.md")
-    with results.open("a", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 if __name__ == "__main__":

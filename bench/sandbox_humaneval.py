@@ -20,11 +20,9 @@ Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import datetime
 import inspect
 import json
 import os
-import platform
 import resource
 import shutil
 import subprocess
@@ -34,6 +32,8 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from results import record  # bench/results.py (scripts run from bench/)
 
 from codeloop.evaluate import canonical_samples, evaluate, load_humaneval
 from codeloop.sandbox import CheckRequest, check_many
@@ -181,17 +181,8 @@ def main() -> None:
             f"not passed: {c['failed']} |"
         )
         print(lines[-1], flush=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    load = os.getloadavg()[0]
-    title = (
-        f"## HumanEval in the sandbox ({stamp}, {platform.node()}, {os.cpu_count()} cores, "
-        f"load {load:.1f} at the end)"
-    )
     notes = ["", NOTE] if b["ours_per_s"] < b["theirs_per_s"] else []
-    text = "\n".join([title, "", *lines, *notes, ""]) + "\n"
-    print(text)
-    with (ROOT / "bench" / "RESULTS.md").open("a", encoding="utf-8") as handle:
-        handle.write(text)
+    record(f"HumanEval in the sandbox ({os.cpu_count()} cores)", [*lines, *notes])
 
 
 if __name__ == "__main__":

@@ -14,15 +14,15 @@ and appends it to bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from results import record  # bench/results.py (scripts run from bench/)
 
 VARIANTS = {"plain": False, "checkpointing": True}
 
@@ -150,17 +150,11 @@ def main() -> None:
             f"{row['peak_rss_gib']:.2f} | {row['first_loss']:.3f} -> {row['last_loss']:.3f} |"
         )
         print(lines[-1], flush=True)
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    title = (
-        f"## LoRA training, bundled SmolLM2-135M-Instruct on CPU ({stamp}, {platform.node()}, "
-        f"{os.cpu_count()} cores, {args.threads} threads, float32, rank 8 all-linear, "
-        f"load {os.getloadavg()[0]:.1f} at the end)"
+    record(
+        f"LoRA training, bundled SmolLM2-135M-Instruct on CPU ({os.cpu_count()} cores, "
+        f"{args.threads} threads, float32, rank 8 all-linear)",
+        lines,
     )
-    text = "\n".join([title, "", *lines, ""]) + "\n"
-    print(text)
-    results = Path(__file__).with_name("RESULTS.md")
-    with results.open("a", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,11 @@ appends a table to bench/RESULTS.md.
 
 from __future__ import annotations
 
-import datetime
-import platform
 import tempfile
 import time
 from pathlib import Path
+
+from results import record  # bench/results.py (scripts run from bench/)
 
 from codeloop.config import BUNDLED_MODEL, EngineConfig
 from codeloop.engines.vllm import VLLMEngine
@@ -64,16 +64,15 @@ def main() -> None:
         assert texts(adapted) != texts(base), "the adapter must change the answers"
         engine.load_adapter(None)
         assert texts(engine.generate(PROMPTS, max_tokens=128)) == texts(base), "unload restores"
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    text = (
-        f"## vLLM smoke ({stamp}, {platform.node()}, {torch.cuda.get_device_name()})\n\n"
-        "| prompts | tokens | tok/s | greedy repeat | seeded repeat | adapter changes, unload restores |\n"
-        "|---|---|---|---|---|---|\n"
-        f"| {len(PROMPTS)} | {tokens} | {tokens / seconds:.0f} | yes | yes | yes |\n\n"
+    record(
+        f"vLLM smoke ({torch.cuda.get_device_name()})",
+        [
+            "| prompts | tokens | tok/s | greedy repeat | seeded repeat | adapter changes, "
+            "unload restores |",
+            "|---|---|---|---|---|---|",
+            f"| {len(PROMPTS)} | {tokens} | {tokens / seconds:.0f} | yes | yes | yes |",
+        ],
     )
-    print(text)
-    with Path(__file__).with_name("RESULTS.md").open("a", encoding="utf-8") as handle:
-        handle.write(text)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ phase that must notice.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -159,4 +158,3 @@ def test_gate_statistics() -> None:
     assert promising(comparison, GateConfig())[0] is True
     assert promising(comparison, GateConfig(min_net_gain=2))[0] is False
     assert promising(comparison, GateConfig(max_p_value=0.05))[0] is False
-    json.dumps(comparison)

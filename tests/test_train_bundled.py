@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from codeloop import store  # noqa: E402
 from codeloop.config import BUNDLED_MODEL, ExportConfig, TrainConfig  # noqa: E402
-from codeloop.train.model import bundled_gguf_path  # noqa: E402
+from codeloop.models import bundled_gguf  # noqa: E402
 from codeloop.train.trainer import TrainRequest, run  # noqa: E402
 from tests.test_train_support import make_rows, write_dataset  # noqa: E402
 
@@ -37,7 +37,7 @@ def test_two_steps_on_the_bundled_smollm2(tmp_path: Path) -> None:
     assert outcome.status == "completed" and outcome.steps == 2
     report = store.read(output / "training.json")
     assert report["base_model"]["kind"] == "gguf"
-    assert report["base_model"]["sha256"] == store.sha256_file(bundled_gguf_path())
+    assert report["base_model"]["sha256"] == store.sha256_file(bundled_gguf())
     assert report["base_model"]["model_type"] == "llama"
     assert report["base_model"]["parameters"] > 100_000_000
     assert report["lora"]["r"] == 8 and report["lora"]["target_modules"] == "all-linear"

@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.sandbox.cgroups import CgroupManager, RunCgroup
@@ -94,7 +94,6 @@ class Backend:
     cgroups: CgroupManager
     run_uid: int | None = None
     compile_uid: int | None = None
-    extra_env: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> str:
         who = f"uid {self.run_uid}" if self.run_uid is not None else "the calling user"
@@ -228,7 +227,7 @@ def run(
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
-    full_env = _base_env({**backend.extra_env, **(env or {})})
+    full_env = _base_env(env or {})
     uid = backend.compile_uid if compile_step else backend.run_uid
     cwd = BOX if compile_step else "/work"
     if backend.name == "bwrap":

