@@ -10,16 +10,32 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import subprocess
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
+def commit() -> str:
+    """The commit the bench ran on, with `+dirty` when the work tree had changes."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], capture_output=True, text=True, cwd=RESULTS.parent, check=False
+        ).stdout.strip()
+
+    head = git("rev-parse", "--short=10", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "codeloop", "bench")
+    return head + ("+dirty" if dirty else "")
+
+
 def record(heading: str, lines: list[str]) -> str:
-    """Print `## heading (date, host, load)` and `lines`, append them to RESULTS.md."""
+    """Print `## heading (date, commit, host, load)` and `lines`, append them to RESULTS.md."""
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0]
-    title = f"## {heading} ({stamp}, {platform.node()}, load {load:.1f} at the end)"
+    title = (
+        f"## {heading} ({stamp}, commit {commit()}, {platform.node()}, load {load:.1f} at the end)"
+    )
     text = "\n".join([title, "", *lines, ""]) + "\n"
     print(text)
     with RESULTS.open("a", encoding="utf-8") as handle:

@@ -258,6 +258,18 @@ class ExportConfig(Section):
     replay_per_language: int = Field(
         64, gt=0, description="Newest verified train answers replayed per language."
     )
+    per_task: int = Field(
+        1,
+        gt=0,
+        description="Most distinct verified programs of one task used as training rows "
+        "(rejection-sampling fine-tuning: every distinct passing answer teaches).",
+    )
+    balance: Literal["equal", "capped"] = Field(
+        "equal",
+        description="'equal': every language contributes the same number of rows (the "
+        "smallest language's count); 'capped': each language up to replay_per_language, "
+        "so languages the model cannot solve yet do not hold the others back.",
+    )
     min_examples: int = Field(20, gt=0, description="Rows needed before training is allowed.")
     min_per_language: int = Field(1, ge=0, description="Rows needed in every configured language.")
     max_length: int = Field(

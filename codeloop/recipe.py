@@ -14,11 +14,64 @@ from typing import Any
 
 from codeloop.store import sha256_json
 
-PROMPT_VERSION = "codeloop-recipe-1"
+PROMPT_VERSION = "codeloop-recipe-2"
 SYSTEM = (
     "You are a careful programmer. Answer with one complete program in a single fenced "
     "code block, and nothing else."
 )
+"""System turn of function-completion tasks (HumanEval-style code prompts)."""
+STDIO_SYSTEM = (
+    "You write complete {language} programs. A program reads its input from standard "
+    "input and prints only the answer to standard output: no prompts, no labels, no "
+    "explanations, and no made-up example values. Answer with the whole program in one "
+    "```{tag} code block, and nothing else."
+)
+"""System turn of stdio tasks: the contract the bundled small model kept breaking."""
+WORKED_PROBLEM = (
+    "Read two integers a and b from standard input (on one line, separated by a space). "
+    "Print only the value of 2 * a + b."
+)
+"""The worked example's problem: a toy that is no curriculum family, so the example
+teaches the answer's shape (read stdin, print only the result), not a task's answer."""
+WORKED_ANSWERS: dict[str, str] = {
+    "python": "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(2 * a + b)\n",
+    "javascript": (
+        'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+        "console.log(2 * a + b);\n"
+    ),
+    "typescript": (
+        'import * as fs from "fs";\n\n'
+        'const [a, b] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+        "console.log(2 * a + b);\n"
+    ),
+    "c": (
+        "#include <stdio.h>\n\nint main(void) {\n    long long a, b;\n"
+        '    if (scanf("%lld %lld", &a, &b) != 2) return 1;\n'
+        '    printf("%lld\\n", 2 * a + b);\n    return 0;\n}\n'
+    ),
+    "cpp": (
+        "#include <iostream>\n\nint main() {\n    long long a, b;\n    std::cin >> a >> b;\n"
+        "    std::cout << 2 * a + b << std::endl;\n    return 0;\n}\n"
+    ),
+    "java": (
+        "import java.util.Scanner;\n\npublic class Main {\n"
+        "    public static void main(String[] args) {\n"
+        "        Scanner in = new Scanner(System.in);\n        long a = in.nextLong();\n"
+        "        long b = in.nextLong();\n        System.out.println(2 * a + b);\n    }\n}\n"
+    ),
+    "rust": (
+        "use std::io::Read;\n\nfn main() {\n    let mut input = String::new();\n"
+        "    std::io::stdin().read_to_string(&mut input).unwrap();\n"
+        "    let v: Vec<i64> = input.split_whitespace().map(|x| x.parse().unwrap()).collect();\n"
+        '    println!("{}", 2 * v[0] + v[1]);\n}\n'
+    ),
+    "go": (
+        'package main\n\nimport "fmt"\n\nfunc main() {\n\tvar a, b int64\n'
+        "\tfmt.Scan(&a, &b)\n\tfmt.Println(2*a + b)\n}\n"
+    ),
+}
+"""The ideal answer to WORKED_PROBLEM per language; tests run each in the sandbox."""
+WORKED_CASE = {"input": "3 4\n", "output": "10\n"}
 FENCE_TAGS: dict[str, str] = {
     "python": "python",
     "javascript": "javascript",
@@ -39,9 +92,10 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "rust": ("rust", "rs"),
     "go": ("go", "golang"),
 }
-STDIO_TEMPLATE = (
-    "{statement}\n\n{examples}Answer with the whole program in one ```{tag} code block."
-)
+SHOW_PUBLIC_EXAMPLES = False
+"""Whether stdio prompts show the public examples. Measured off: with the examples in
+the prompt the bundled model copies their values into its program (bench/prompts.py)."""
+STDIO_TEMPLATE = "{statement}\n\n{examples}"
 FUNCTION_TEMPLATE = (
     "Complete this {language} code. Return the complete code, including the given "
     "signature, in one ```{tag} code block.\n\n```{tag}\n{statement}\n```"
@@ -69,6 +123,9 @@ def prompt_sha256() -> str:
         {
             "version": PROMPT_VERSION,
             "system": SYSTEM,
+            "stdio_system": STDIO_SYSTEM,
+            "worked": [WORKED_PROBLEM, WORKED_ANSWERS],
+            "public_examples": SHOW_PUBLIC_EXAMPLES,
             "stdio": STDIO_TEMPLATE,
             "function": FUNCTION_TEMPLATE,
             "correction": CORRECTION_TEMPLATE,
@@ -100,8 +157,17 @@ def _examples(task: Any) -> str:
     return "\n\n".join(parts) + "\n\n"
 
 
+def fenced(program: str, language: str) -> str:
+    """`program` as an answer: one fenced block tagged with the language."""
+    return f"```{FENCE_TAGS[language]}\n{program.rstrip()}\n```"
+
+
 def messages(task: Any) -> list[dict[str, str]]:
-    """The system and user turns for a task (stdio program or function completion)."""
+    """The turns the model answers: system, (worked example), and the task.
+
+    A stdio task gets the contract in the system turn and one worked example turn in
+    its language before the task itself; the statement is the bare problem.
+    """
     language = _field(task, "language")
     tag = FENCE_TAGS[language]
     statement = _field(task, "statement").strip()
@@ -109,9 +175,18 @@ def messages(task: Any) -> list[dict[str, str]]:
         user = FUNCTION_TEMPLATE.format(
             language=_LANGUAGE_NAMES[language], tag=tag, statement=statement
         )
-    else:
-        user = STDIO_TEMPLATE.format(statement=statement, examples=_examples(task), tag=tag)
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    examples = _examples(task) if SHOW_PUBLIC_EXAMPLES else ""
+    system = STDIO_SYSTEM.format(language=_LANGUAGE_NAMES[language], tag=tag)
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": WORKED_PROBLEM},
+        {"role": "assistant", "content": fenced(WORKED_ANSWERS[language], language)},
+        {
+            "role": "user",
+            "content": STDIO_TEMPLATE.format(statement=statement, examples=examples).strip(),
+        },
+    ]
 
 
 def correction(task: Any, answer: str, public_feedback: str) -> list[dict[str, str]]:

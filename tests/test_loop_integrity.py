@@ -93,14 +93,48 @@ def test_answers_bound_to_other_weights_are_refused(session: Path) -> None:
         run_phase(session, 1, "collect")
 
 
-def test_a_previously_verified_answer_that_now_fails_is_an_error(session: Path) -> None:
+def test_answers_edited_after_collect_are_refused(session: Path) -> None:
     folder = forget(session, "export")
     rows = store.read(folder / "collect-rows.json")
     passed = next(row for row in rows["rows"] if row["passed"])
-    passed["answer"] = "```python\nprint('changed')\n```"
+    passed["verified"][0]["program"] = "print('changed')\n"
     store.write_json(folder / "collect-rows.json", rows)
+    with pytest.raises(IntegrityError, match=r"collect-rows\.json: the collected answers changed"):
+        run_phase(session, 1, "export")
+
+
+def test_a_previously_verified_answer_that_now_fails_is_an_error(session: Path) -> None:
+    # Edit the program AND re-bind collect.json to it: export's re-verification still
+    # runs exactly the program it would train on, and refuses.
+    folder = forget(session, "export")
+    rows = store.read(folder / "collect-rows.json")
+    passed = next(row for row in rows["rows"] if row["passed"])
+    passed["verified"][0]["program"] = "print('changed')\n"
+    store.write_json(folder / "collect-rows.json", rows)
+    collected = store.read(folder / "collect.json")
+    collected["rows_sha256"] = store.sha256_file(folder / "collect-rows.json")
+    store.write_json(folder / "collect.json", collected)
     with pytest.raises(IntegrityError, match=f"task {passed['id']}.*no longer passes"):
         run_phase(session, 1, "export")
+
+
+def test_export_trains_on_exactly_the_programs_it_re_verified(session: Path) -> None:
+    import json
+
+    folder = session / "round-000001"
+    verified = {
+        item["program"]
+        for row in store.read(folder / "collect-rows.json")["rows"]
+        for item in row["verified"]
+    }
+    lines = (folder / "train.jsonl").read_text().splitlines()
+    assert lines, "the fixture round exported no rows"
+    for line in lines:
+        row = json.loads(line)
+        answer = row["messages"][-1]["content"]
+        program = answer.split("\n", 1)[1].rsplit("```", 1)[0]
+        assert program in verified
+        assert row["verification"]["program_sha256"] == store.sha256_bytes(program.encode())
 
 
 def test_audit_conditions_that_differ_are_refused(session: Path) -> None:

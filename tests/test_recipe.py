@@ -15,13 +15,39 @@ TASK = {
 }
 
 
-def test_messages_show_statement_public_examples_and_fence_tag_only() -> None:
-    system, user = recipe.messages(TASK)
-    assert system["role"] == "system" and user["role"] == "user"
-    assert TASK["statement"] in user["content"]
-    assert "Example 1" in user["content"] and "1 2" in user["content"]
-    assert "```rust" in user["content"]
-    assert "HIDDEN" not in system["content"] + user["content"]
+def test_stdio_messages_state_the_contract_and_show_a_worked_example_first() -> None:
+    system, example, worked, user = recipe.messages(TASK)
+    assert [system["role"], example["role"], worked["role"], user["role"]] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert "Rust" in system["content"] and "```rust" in system["content"]
+    assert "standard input" in system["content"]
+    assert example["content"] == recipe.WORKED_PROBLEM
+    assert recipe.source(worked["content"], "rust") == recipe.WORKED_ANSWERS["rust"]
+    assert user["content"] == TASK["statement"]
+    assert "HIDDEN" not in str([system, example, worked, user])
+
+
+def test_public_examples_are_shown_only_when_the_recipe_says_so(monkeypatch) -> None:
+    assert "1 2" not in recipe.messages(TASK)[-1]["content"]
+    monkeypatch.setattr(recipe, "SHOW_PUBLIC_EXAMPLES", True)
+    user = recipe.messages(TASK)[-1]["content"]
+    assert "Example 1" in user and "1 2" in user and "HIDDEN" not in user
+
+
+def test_every_language_has_a_worked_answer_that_is_no_curriculum_family() -> None:
+    from codeloop.tasks import curriculum
+
+    assert set(recipe.WORKED_ANSWERS) == set(recipe.FENCE_TAGS)
+    statements = {
+        family.statement(family.params(__import__("random").Random(seed)))
+        for family in curriculum.families()
+        for seed in range(5)
+    }
+    assert recipe.WORKED_PROBLEM not in statements
 
 
 def test_function_task_messages_embed_the_code_prompt() -> None:
@@ -37,7 +63,8 @@ def test_function_task_messages_embed_the_code_prompt() -> None:
 
 def test_correction_turn_carries_only_the_feedback_it_is_given() -> None:
     conversation = recipe.correction(TASK, "```rust\nfn main(){}\n```", "Test 1: wrong answer")
-    assert [turn["role"] for turn in conversation] == ["system", "user", "assistant", "user"]
+    assert [turn["role"] for turn in conversation][-3:] == ["user", "assistant", "user"]
+    assert conversation[:-2] == recipe.messages(TASK)
     assert "Test 1: wrong answer" in conversation[-1]["content"]
     assert "HIDDEN" not in str(conversation)
 
@@ -69,6 +96,8 @@ def test_prompt_sha256_is_stable_and_tracks_the_text(monkeypatch) -> None:
     assert first == recipe.prompt_sha256() and len(first) == 64
     monkeypatch.setattr(recipe, "SYSTEM", recipe.SYSTEM + " Be brief.")
     assert recipe.prompt_sha256() != first
+    monkeypatch.setattr(recipe, "WORKED_ANSWERS", {**recipe.WORKED_ANSWERS, "go": "x"})
+    assert recipe.prompt_sha256() not in (first,)
 
 
 def test_ends_code_block() -> None:

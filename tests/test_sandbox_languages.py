@@ -184,3 +184,20 @@ def test_missing_bubblewrap_is_an_environment_error_not_a_downgrade(monkeypatch)
     check = sandbox.check(CheckRequest(language="python", program="print(1)", cases=CASES))
     assert check.status == "environment_error"
     assert "bubblewrap is not installed" in check.feedback and check.backend == "bwrap"
+
+
+def test_the_recipes_worked_answers_pass_in_every_language() -> None:
+    """The worked example the prompt shows is a real, passing program in each language
+    (prepare also runs it as the toolchain check before the model is asked)."""
+    from codeloop import recipe
+
+    cases = [recipe.WORKED_CASE, {"input": "-5 7\n", "output": "-3\n"}]
+    languages = sorted(recipe.WORKED_ANSWERS)
+    requests = [
+        CheckRequest(language=lang, program=recipe.WORKED_ANSWERS[lang], cases=cases)
+        for lang in languages
+    ]
+    verdicts = {
+        lang: check.status for lang, check in zip(languages, check_many(requests), strict=True)
+    }
+    assert verdicts == {lang: "passed" for lang in languages}

@@ -74,15 +74,21 @@ def test_variants_differ_and_render_in_every_language() -> None:
     assert all(len(variants) == 4 for variants in per_family.values())
 
 
-def test_tier_1_states_the_io_contract_plainly() -> None:
+def test_tier_1_statements_are_the_bare_problem_and_the_recipe_adds_the_language() -> None:
+    from codeloop import recipe
+
     config = CurriculumSource(kind="curriculum", tiers=[1], variants=1)
+    titles = {family.title for family in families()}
     for problem in Curriculum(config, 1, ["java", "go"]).problems():
         java, go = problem.tasks
-        for task in (java, go):
-            assert "from standard input" in task.statement
-            assert "Print only" in task.statement
-            assert task.tier == 1
-        assert "class is named Main" in java.statement
-        assert "package main" in go.statement
+        assert java.statement == go.statement  # the language is the recipe's job
+        assert "Print only" in java.statement and java.tier == 1
+        assert not any(java.statement.startswith(title + "\n") for title in titles)
+        assert "Write a complete" not in java.statement
+        java_turns, go_turns = recipe.messages(java), recipe.messages(go)
+        assert (
+            "Java" in java_turns[0]["content"] and "public class Main" in java_turns[2]["content"]
+        )
+        assert "Go" in go_turns[0]["content"] and "package main" in go_turns[2]["content"]
     names = {family.name for family in families() if family.tier == 1}
     assert {"echo-line", "sum-two"} <= names

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from codeloop import config as session_config
 from codeloop import store
 from codeloop.errors import CodeloopError
+from codeloop.loop import display
 from codeloop.loop.common import PHASES, install_stop_handler, status
 from codeloop.loop.launcher import EXIT_CRASH, Launcher, die_with_launcher, open_session
 
@@ -62,40 +62,31 @@ def phase(
 def show_status(
     session: Path = typer.Option(DEFAULT_SESSION, "--session", "-s", help="Session folder."),
 ) -> None:
-    """Round, phase, progress, heartbeat age, retained adapter, and the history."""
+    """Every round's table (pass@1, gate, decision), and the heartbeat of an unfinished one."""
     paths = store.SessionPaths(session)
     if not paths.config.exists():
         raise CodeloopError(f"{paths.root}: not a codeloop session (no config.toml)")
     current = status(paths)
     rounds = paths.rounds()
-    out.print(f"session {paths.root.resolve()}")
+    out.print(f"session {paths.root.resolve()}", highlight=False)
     out.print(f"retained adapter: {current.get('retained_adapter') or 'base model'}")
-    if rounds:
-        number = rounds[-1]
+    if not rounds:
+        out.print("no round started yet")
+    for number in rounds:
         folder = paths.round(number)
-        done = [p for p in PHASES if (folder / f"{p}.json").exists()]
-        beat = store.read_progress(folder)
+        done = display.phases_done(folder)
         line = f"round {number}: {len(done)}/{len(PHASES)} phases done"
-        if beat:
-            age = store.heartbeat_age(beat)
-            line += (
-                f"; last heartbeat: {beat['phase']} {beat['completed']}/{beat['total']}, "
-                f"{age:.0f} s ago"
-            )
-        if paths.pause_file.exists():
+        if number == rounds[-1] and paths.pause_file.exists():
             line += " (PAUSE file present)"
-        out.print(line)
-    history = current.get("history", [])
-    if history:
-        table = Table(title="history")
-        for column in ("round", "accepted", "decision", "retained adapter"):
-            table.add_column(column)
-        for entry in history:
-            table.add_row(
-                str(entry["round"]),
-                "yes" if entry["accepted"] else "no",
-                entry["decision"],
-                entry["retained_adapter"] or "base model",
+        out.print()
+        out.print(line, highlight=False)
+        out.print(display.round_view(folder))
+        beat = store.read_progress(folder)
+        if beat and "finish" not in done:
+            totals = display.phase_totals(folder, beat.get("phase", ""))
+            out.print(
+                f"last heartbeat: {display.heartbeat_line(beat, totals)}, "
+                f"{store.heartbeat_age(beat):.0f} s ago",
+                highlight=False,
             )
-        out.print(table)
     out.print(f"checked at {time.strftime('%Y-%m-%d %H:%M:%S')}")

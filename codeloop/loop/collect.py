@@ -1,12 +1,18 @@
 """Asking the model and checking its answers: collect, baseline, candidate and the audits.
 
 Per task: a greedy answer; in collect, if it fails the hidden tests and also the
-public examples, one correction turn that shows only the public feedback; then up
-to `round.samples` seeded samples (seed from the config seed, task id and sample
-index). Every model answer is saved to `PHASE-attempt.json` before it is checked,
-so a restart never asks the model again for an answer it already has. Rows are
-bound to the tasks and the adapter they came from; a restart against other tasks
-or other weights is refused.
+public examples, one correction turn that shows only the public feedback (when
+`round.correction` is on); then `round.samples` seeded samples (seed from the config
+seed, task id and sample index) for every task, solved or not: as in rejection
+sampling fine-tuning, each distinct verified program of a task is a training row,
+and a small model's first positives are rare. Every model answer is saved to
+`PHASE-attempt.json` before it is checked, so a restart never asks the model again
+for an answer it already has. Rows are bound to the tasks and the adapter they came
+from; a restart against other tasks or other weights is refused.
+
+An `environment_error` (the machine could not check a program) is never a failed
+answer: it stops the phase with the sandbox's message, and the answers saved so far
+are kept for the next run.
 
 Tasks go in chunks of `engine.batch_size`, so that the engine can batch them and
 the sandbox can check a chunk in parallel.
@@ -22,7 +28,7 @@ from typing import Any
 from codeloop import recipe, store
 from codeloop.engines import Engine, create
 from codeloop.engines.base import adapter_sha256
-from codeloop.errors import IntegrityError
+from codeloop.errors import IntegrityError, SandboxEnvironmentError
 from codeloop.loop.common import Round
 from codeloop.sandbox import Check, CheckRequest, check_many
 from codeloop.tasks.schema import Task
@@ -74,8 +80,19 @@ def check_answers(r: Round, items: list[tuple[Task, str]], public: bool = False)
         requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
     )
     for index, check in zip(where, checked, strict=True):
+        if check.status == "environment_error":
+            task = items[index][0]
+            raise SandboxEnvironmentError(
+                f"task {task.id} ({task.language}): the sandbox could not check the program, "
+                f"so no verdict was recorded: {check.feedback.strip()}"
+            )
         results[index] = check
     return [result for result in results if result is not None]
+
+
+def normalised(program: str) -> str:
+    """A program with trailing spaces and blank edges removed: what makes two answers 'the same'."""
+    return "\n".join(line.rstrip() for line in program.strip("\n").splitlines()) + "\n"
 
 
 class Collector:
@@ -157,16 +174,24 @@ class Collector:
     def _chunk(self, chunk: list[Task], attempts: dict[str, dict[str, str]]) -> list[dict]:
         cfg = self.r.config
         self._ask(attempts, [(t, "greedy") for t in chunk], recipe.messages, 0.0, lambda t: 0)
-        answers = {t.id: attempts[t.id]["greedy"] for t in chunk}
-        checks = dict(
-            zip(answers, check_answers(self.r, [(t, answers[t.id]) for t in chunk]), strict=True)
+        greedy = dict(
+            zip(
+                [t.id for t in chunk],
+                check_answers(self.r, [(t, attempts[t.id]["greedy"]) for t in chunk]),
+                strict=True,
+            )
         )
+        checked: dict[str, list[tuple[str, Check]]] = {
+            t.id: [("greedy", greedy[t.id])] for t in chunk
+        }
         if self.explore and cfg.round.correction:
-            failing = [t for t in chunk if not checks[t.id].passed and self._has_public(t)]
+            failing = [t for t in chunk if not greedy[t.id].passed and self._has_public(t)]
             public = dict(
                 zip(
                     [t.id for t in failing],
-                    check_answers(self.r, [(t, answers[t.id]) for t in failing], public=True),
+                    check_answers(
+                        self.r, [(t, attempts[t.id]["greedy"]) for t in failing], public=True
+                    ),
                     strict=True,
                 )
             )
@@ -174,52 +199,75 @@ class Collector:
             self._ask(
                 attempts,
                 [(t, "correction") for t in fix],
-                lambda t: recipe.correction(t, answers[t.id], public[t.id].feedback),
+                lambda t: recipe.correction(t, attempts[t.id]["greedy"], public[t.id].feedback),
                 0.0,
                 lambda t: 0,
             )
-            for task, check in zip(
-                fix,
-                check_answers(self.r, [(t, attempts[t.id]["correction"]) for t in fix]),
-                strict=True,
-            ):
-                answers[task.id], checks[task.id] = attempts[task.id]["correction"], check
+            self._check_attempt(chunk, fix, "correction", attempts, checked)
         for index in range(cfg.round.samples if self.explore else 0):
-            failing = [t for t in chunk if not checks[t.id].passed]
             key = f"sample-{index}"
             self._ask(
                 attempts,
-                [(t, key) for t in failing],
+                [(t, key) for t in chunk],
                 recipe.messages,
                 cfg.round.sample_temperature,
                 lambda t, i=index: sample_seed(cfg.seed, t.id, i),
             )
-            for task, check in zip(
-                failing,
-                check_answers(self.r, [(t, attempts[t.id][key]) for t in failing]),
-                strict=True,
-            ):
-                answers[task.id], checks[task.id] = attempts[task.id][key], check
-        rows = []
-        for task in chunk:
-            check = checks[task.id]
-            tried = attempts[task.id]
-            rows.append(
-                {
-                    "id": task.id,
-                    "language": task.language,
-                    "family": task.family,
-                    "split": task.split,
-                    "passed": check.passed,
-                    "status": check.status,
-                    "answer": answers[task.id],
-                    "program": program_of(task, answers[task.id]),
-                    "feedback": check.feedback,
-                    "corrected": "correction" in tried,
-                    "sampled": sum(key.startswith("sample-") for key in tried),
-                }
-            )
-        return rows
+            self._check_attempt(chunk, chunk, key, attempts, checked)
+        return [self._row(task, attempts[task.id], checked[task.id]) for task in chunk]
+
+    def _check_attempt(
+        self,
+        chunk: list[Task],
+        tasks: list[Task],
+        key: str,
+        attempts: dict[str, dict[str, str]],
+        checked: dict[str, list[tuple[str, Check]]],
+    ) -> None:
+        results = check_answers(self.r, [(t, attempts[t.id][key]) for t in tasks])
+        for task, check in zip(tasks, results, strict=True):
+            checked[task.id].append((key, check))
+
+    @staticmethod
+    def _row(task: Task, tried: dict[str, str], checks: list[tuple[str, Check]]) -> dict:
+        """One task's row: the greedy verdict, the first passing answer, every distinct pass.
+
+        `verified` lists each distinct passing program once (first attempt that wrote
+        it), with its sha256: export trains on exactly these programs after checking
+        them again.
+        """
+        passing = [(key, check) for key, check in checks if check.passed]
+        shown_key, shown = passing[0] if passing else checks[-1]
+        verified: list[dict[str, str]] = []
+        seen: set[str] = set()
+        for key, _check in passing:
+            program = program_of(task, tried[key])
+            assert program is not None  # a passing answer had a program
+            text = normalised(program)
+            if text not in seen:
+                seen.add(text)
+                verified.append(
+                    {
+                        "attempt": key,
+                        "program": program,
+                        "sha256": store.sha256_bytes(program.encode()),
+                    }
+                )
+        return {
+            "id": task.id,
+            "language": task.language,
+            "family": task.family,
+            "split": task.split,
+            "passed": shown.passed,
+            "greedy_passed": checks[0][1].passed,
+            "status": shown.status,
+            "answer": tried[shown_key],
+            "program": program_of(task, tried[shown_key]),
+            "feedback": shown.feedback,
+            "corrected": "correction" in tried,
+            "sampled": sum(key.startswith("sample-") for key in tried),
+            "verified": verified,
+        }
 
     @staticmethod
     def _has_public(task: Task) -> bool:
@@ -237,16 +285,26 @@ class Collector:
         try:
             while len(saved["rows"]) < len(self.tasks):
                 done = len(saved["rows"])
-                self.r.progress(
-                    self.phase, done, len(self.tasks), language=self.tasks[done].language
-                )
+                self._beat(saved["rows"], language=self.tasks[done].language)
                 saved["rows"] += self._chunk(self.tasks[done : done + size], attempts)
                 store.write_json(self.rows_file, saved)
         finally:
             if self._engine is not None:
                 self._engine.close()
-        self.r.progress(self.phase, len(self.tasks), len(self.tasks))
-        return summary(saved["rows"], saved["binding"])
+        self._beat(saved["rows"])
+        return {
+            **summary(saved["rows"], saved["binding"]),
+            "rows_sha256": store.sha256_file(self.rows_file),
+        }
+
+    def _beat(self, rows: list[dict], **extra: Any) -> None:
+        """Heartbeat with the tasks checked and passed so far per language (for the display)."""
+        seen: dict[str, int] = {}
+        passed: dict[str, int] = {}
+        for row in rows:
+            seen[row["language"]] = seen.get(row["language"], 0) + 1
+            passed[row["language"]] = passed.get(row["language"], 0) + int(row["passed"])
+        self.r.progress(self.phase, len(rows), len(self.tasks), seen=seen, passed=passed, **extra)
 
 
 def summary(rows: list[dict], binding: dict[str, Any]) -> dict[str, Any]:

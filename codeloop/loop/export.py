@@ -1,10 +1,17 @@
 """export: the verified training rows of this and earlier rounds, re-verified, balanced.
 
-Only passed answers to TRAIN tasks are replayed (never validation or test), the
-newest `export.replay_per_language` per language. Each is checked again now: an
-answer that passed once and fails today means the sandbox or the task changed,
-which is an error, not a row to drop quietly. Every language contributes the same
-number of rows, so easy languages cannot dominate the update.
+Only passed answers to TRAIN tasks are replayed (never validation or test): up to
+`export.per_task` distinct verified programs per task, the newest
+`export.replay_per_language` per language. Each program is checked again now, and
+the row trains on exactly the program that was re-checked: a program that passed
+once and fails today means the sandbox or the task changed, which is an error, not
+a row to drop quietly. With `export.balance = "equal"` every language contributes
+the same number of rows, so easy languages cannot dominate the update; with
+"capped" each language contributes what it has up to the cap, and languages with
+no verified row are named in export.json.
+
+A round's `collect-rows.json` is used only if its sha256 is the one collect.json
+recorded, so answers edited after collect never reach training.
 """
 
 from __future__ import annotations
@@ -43,10 +50,20 @@ def _token_counter(r: Round):
     return count
 
 
-def candidates(r: Round) -> dict[str, list[tuple[Task, dict[str, Any], int]]]:
-    """Passed train answers per language, oldest first, each task once."""
-    found: dict[str, list[tuple[Task, dict[str, Any], int]]] = {}
-    seen: set[str] = set()
+Candidate = tuple[Task, str, int]
+"""A verified train program: its task, the program text, the round that verified it."""
+
+
+def _verified_programs(row: dict[str, Any]) -> list[str]:
+    if "verified" in row:
+        return [item["program"] for item in row["verified"]]
+    return [row["program"]] if row["passed"] and row.get("program") else []
+
+
+def candidates(r: Round) -> dict[str, list[Candidate]]:
+    """Verified train programs per language, oldest first, at most `per_task` per task."""
+    found: dict[str, list[Candidate]] = {}
+    taken: dict[str, int] = {}
     for number in r.session.rounds():
         if number > r.number:
             continue
@@ -54,13 +71,22 @@ def candidates(r: Round) -> dict[str, list[tuple[Task, dict[str, Any], int]]]:
         rows_file = other.path("collect-rows.json")
         if not other.phase_done("collect"):
             continue
+        recorded = other.result("collect").get("rows_sha256")
+        if recorded is not None and store.sha256_file(rows_file) != recorded:
+            raise IntegrityError(
+                f"{rows_file}: the collected answers changed after collect (sha256 differs "
+                "from collect.json); restore the file, or start a new session"
+            )
         train = {task.id: task for task in other.tasks("train")}
         for row in store.read(rows_file)["rows"]:
             task = train.get(row["id"])
-            if task is None or task.split != "train" or not row["passed"] or task.id in seen:
+            if task is None or task.split != "train":
                 continue
-            seen.add(task.id)
-            found.setdefault(task.language, []).append((task, row, number))
+            for program in _verified_programs(row):
+                if taken.get(task.id, 0) >= r.config.export.per_task:
+                    break
+                taken[task.id] = taken.get(task.id, 0) + 1
+                found.setdefault(task.language, []).append((task, program, number))
     return found
 
 
@@ -72,8 +98,10 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
     }
     flat = [item for lang in cfg.tasks.languages for item in chosen[lang]]
     r.progress("export", 0, len(flat), task="re-verifying replayed answers")
-    checks = check_answers(r, [(task, row["answer"]) for task, row, _n in flat])
-    for (task, _row, number), check in zip(flat, checks, strict=True):
+    checks = check_answers(
+        r, [(task, recipe.fenced(program, task.language)) for task, program, _n in flat]
+    )
+    for (task, _program, number), check in zip(flat, checks, strict=True):
         if not check.passed:
             raise IntegrityError(
                 f"task {task.id} ({task.language}, round {number}): a previously verified "
@@ -83,9 +111,8 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
     count = _token_counter(r)
     grouped: dict[str, list[dict[str, Any]]] = {lang: [] for lang in cfg.tasks.languages}
     too_long = 0
-    for task, row, _number in flat:
-        program = row["program"]
-        answer = f"```{recipe.FENCE_TAGS[task.language]}\n{program}```"
+    for task, program, _number in flat:
+        answer = recipe.fenced(program, task.language)
         messages = [*recipe.messages(task), {"role": "assistant", "content": answer}]
         if count is not None and count(messages) > cfg.export.max_length:
             too_long += 1
@@ -96,7 +123,12 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
                 "language": task.language,
                 "split": "train",
                 "messages": messages,
-                "verification": {"kind": "local_execution", "passed": True, "status": "passed"},
+                "verification": {
+                    "kind": "local_execution",
+                    "passed": True,
+                    "status": "passed",
+                    "program_sha256": store.sha256_bytes(program.encode()),
+                },
                 "provenance": {
                     **task.provenance.model_dump(mode="json"),
                     "task_sha256": store.sha256_json(task.to_json()),
@@ -106,8 +138,12 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
     present = [
         rows for rows in grouped.values() if len(rows) >= max(1, cfg.export.min_per_language)
     ]
-    per_language = min((len(rows) for rows in present), default=0)
-    rows = [rows[i] for i in range(per_language) for rows in present]
+    if cfg.export.balance == "equal":
+        per_language = min((len(rows) for rows in present), default=0)
+    else:
+        per_language = max((len(rows) for rows in present), default=0)
+    # Interleave the languages, so that an early stop of training still saw every one.
+    rows = [rows[i] for i in range(per_language) for rows in present if i < len(rows)]
     data = r.path("train.jsonl")
     store.write_text(data, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     languages = {lang: sum(row["language"] == lang for row in rows) for lang in cfg.tasks.languages}
@@ -141,6 +177,8 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         "reason": reason,
         "rows": len(rows),
         "languages": languages,
+        "without_rows": [lang for lang, n in languages.items() if n == 0],
+        "balance": cfg.export.balance,
         "data_sha256": data_sha,
         "dropped_too_long": too_long,
     }

@@ -8,6 +8,11 @@ point (after the model call or training step under way has been saved); the
 launcher then exits and the next `codeloop run` continues where it stopped. If
 the launcher itself is killed, its phase dies with it (parent-death signal), so
 two processes never work on one round.
+
+What the user sees (on stderr): while a phase runs, a live bar per phase with the
+per-language passed counts of its heartbeat; when a phase ends, one plain line of
+what it found; when a round ends, its table (display.round_view). Without a
+terminal (CI, a pipe) there is no live part, only those lines and tables.
 """
 
 from __future__ import annotations
@@ -20,15 +25,18 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from codeloop import config as session_config
 from codeloop import store
 from codeloop.errors import CodeloopError, ConfigError
+from codeloop.loop import display
 from codeloop.loop.common import EXIT_PAUSED, PHASES, status
 
 LAUNCHER_ENV = "CODELOOP_LAUNCHER_PID"
@@ -79,6 +87,83 @@ def open_session(root: Path, config: session_config.SessionConfig | None) -> sto
     return paths
 
 
+class _PhaseProgress(Progress):
+    """Rich's progress bars with the running phase's per-language table below them."""
+
+    detail: RenderableType | None = None
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        yield self.make_tasks_table(self.tasks)
+        if self.detail is not None:
+            yield self.detail
+
+
+class LiveView:
+    """The launcher's display of one phase at a time, fed from the phase's heartbeat.
+
+    The live part (bar, tasks done / total, passed so far per language) is drawn only
+    on a real terminal and is transient; the plain line printed when a phase ends is
+    what stays on screen and what a log or CI run gets.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.live = console.is_terminal and not console.is_dumb_terminal
+        self.progress = _PhaseProgress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}", style="dim"),
+            console=console,
+            transient=True,
+            disable=not self.live,
+        )
+        self.bar: Any = None
+        self.totals: dict[str, int] = {}
+
+    def __enter__(self) -> LiveView:
+        self.progress.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.progress.stop()
+
+    def begin(self, number: int, phase: str, folder: Path) -> None:
+        """A phase process starts: a fresh bar, and its tasks per language for the table."""
+        self.bar = self.progress.add_task(f"round {number} {phase}", total=None, note="")
+        self.totals = display.phase_totals(folder, phase)
+        self.progress.detail = None
+
+    def beat(self, beat: Mapping[str, Any]) -> None:
+        """Show a heartbeat of the running phase."""
+        note = beat.get("task") or (f"now {beat['language']}" if beat.get("language") else "")
+        self.progress.update(
+            self.bar, completed=beat["completed"], total=beat["total"] or None, note=note
+        )
+        table = display.heartbeat_table(beat, self.totals)
+        if table is not None:  # keep the last counts once the final heartbeat drops them
+            self.progress.detail = table
+
+    def end(self, number: int, phase: str, folder: Path, code: int) -> None:
+        """The phase process exited; a finished phase leaves one line of what it found."""
+        if self.bar is not None:
+            self.progress.remove_task(self.bar)
+            self.bar = None
+        self.progress.detail = None
+        if code == 0:
+            try:
+                line = display.phase_line(folder, phase)
+            except CodeloopError:  # a display must never stop the run; the next phase checks
+                line = f"{phase}: done"
+            self.console.print(f"round {number} {line}", highlight=False)
+
+
 class Launcher:
     def __init__(self, paths: store.SessionPaths, console: Console | None = None) -> None:
         self.paths = paths
@@ -92,9 +177,8 @@ class Launcher:
         if self.child is not None and self.child.poll() is None:
             self.child.send_signal(signal.SIGTERM)
 
-    def _spawn(self, number: int, phase: str, resume: bool, progress: Progress) -> int:
-        folder = self.paths.round(number)
-        folder.mkdir(parents=True, exist_ok=True)
+    def _command(self, number: int, phase: str, resume: bool) -> list[str]:
+        """The phase process's command line."""
         command = [
             sys.executable,
             "-m",
@@ -109,8 +193,14 @@ class Launcher:
         ]
         if resume:
             command.append("--resume")
+        return command
+
+    def _spawn(self, number: int, phase: str, resume: bool, view: LiveView) -> int:
+        folder = self.paths.round(number)
+        folder.mkdir(parents=True, exist_ok=True)
+        command = self._command(number, phase, resume)
         env = {**os.environ, LAUNCHER_ENV: str(os.getpid())}
-        bar = progress.add_task(f"round {number} {phase}", total=None)
+        view.begin(number, phase, folder)
         with open(folder / "phases.log", "ab") as log:
             log.write(f"\n== {phase}{' --resume' if resume else ''}\n".encode())
             log.flush()
@@ -120,11 +210,11 @@ class Launcher:
                     self._on_signal(signal.SIGTERM, None)
                 beat = store.read(folder / store.PROGRESS_FILE, None)
                 if beat and beat.get("phase") == phase and beat.get("total"):
-                    progress.update(bar, completed=beat["completed"], total=beat["total"])
+                    view.beat(beat)
                 time.sleep(0.2)
         code = self.child.returncode
         self.child = None
-        progress.update(bar, completed=1, total=1, visible=False)
+        view.end(number, phase, folder, code)
         return code
 
     def _tail(self, number: int) -> str:
@@ -138,45 +228,37 @@ class Launcher:
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            with (
-                session_lock(self.paths),
-                Progress(
-                    TextColumn("[bold]{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    console=self.console,
-                    transient=True,
-                ) as progress,
-            ):
+            with session_lock(self.paths), LiveView(self.console) as view:
                 for number in range(1, rounds + 1):
                     for phase in PHASES:
                         if (self.paths.round(number) / f"{phase}.json").exists():
                             continue
-                        code = self._run_phase(number, phase, progress)
+                        code = self._run_phase(number, phase, view)
                         if code:
                             return code
-                    self._report(number)
+                    self.console.print(display.round_view(self.paths.round(number)))
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return 0
 
-    def _run_phase(self, number: int, phase: str, progress: Progress) -> int:
+    def _paused(self, number: int, phase: str) -> int:
+        self.console.print(
+            f"paused in round {number}, phase {phase}; run the same command again to continue"
+        )
+        return EXIT_PAUSED
+
+    def _run_phase(self, number: int, phase: str, view: LiveView) -> int:
         beat = store.read(self.paths.round(number) / store.PROGRESS_FILE, None)
         resume = bool(beat and beat.get("phase") == phase)
         for attempt in range(self.config.round.max_phase_restarts + 1):
             if self.stopping:
-                return EXIT_PAUSED
-            code = self._spawn(number, phase, resume or attempt > 0, progress)
+                return self._paused(number, phase)
+            code = self._spawn(number, phase, resume or attempt > 0, view)
             if code == 0:
                 return 0
             if code == EXIT_PAUSED or self.stopping:
-                self.console.print(
-                    f"paused in round {number}, phase {phase}; "
-                    "run the same command again to continue"
-                )
-                return EXIT_PAUSED
+                return self._paused(number, phase)
             if code == 1:
                 raise CodeloopError(f"round {number} phase {phase} failed:\n{self._tail(number)}")
             self.console.print(
@@ -186,11 +268,4 @@ class Launcher:
         raise CodeloopError(
             f"round {number} phase {phase} kept crashing after "
             f"{self.config.round.max_phase_restarts} restarts:\n{self._tail(number)}"
-        )
-
-    def _report(self, number: int) -> None:
-        finish = store.read(self.paths.round(number) / "finish.json")
-        self.console.print(
-            f"round {number}: {finish['decision']} "
-            f"(retained adapter: {finish['retained_adapter'] or 'base model'})"
         )

@@ -11,8 +11,8 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from codeloop import store
-from codeloop.errors import ConfigError, IntegrityError
+from codeloop import recipe, store
+from codeloop.errors import ConfigError, IntegrityError, SandboxEnvironmentError
 from codeloop.loop.common import Round, status
 from codeloop.tasks.order import balanced_order
 from codeloop.tasks.pool import pool_tasks, prepare_batch
@@ -29,6 +29,43 @@ def check_assignment(train: list[dict[str, Any]], validation: list[dict[str, Any
     if shared:
         raise IntegrityError(
             f"{origin}: problem family {sorted(shared)[0]} is in both train and validation"
+        )
+
+
+def check_toolchains(r: Round) -> None:
+    """Run the recipe's worked example in every configured language before the model is asked.
+
+    A missing or broken toolchain would otherwise turn into a round of failed
+    answers (or of environment errors the collector refuses): it stops the round
+    here with the sandbox's message, which names the language and what to install.
+    """
+    from codeloop.sandbox import CheckRequest, check_many
+
+    languages = list(r.config.tasks.languages)
+    r.progress("prepare", 0, len(languages), task="checking the toolchains")
+    requests = [
+        CheckRequest(
+            language=language,
+            program=recipe.WORKED_ANSWERS[language],
+            cases=[recipe.WORKED_CASE],
+            limits=r.config.sandbox.limits,
+        )
+        for language in languages
+    ]
+    checks = check_many(
+        requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
+    )
+    broken = [
+        f"{language}: {check.status}: {check.feedback.strip()[:400]}"
+        for language, check in zip(languages, checks, strict=True)
+        if not check.passed
+    ]
+    if broken:
+        raise SandboxEnvironmentError(
+            "the sandbox cannot run a known-good program in "
+            f"{len(broken)} language(s), so their answers could not be judged; install or "
+            "repair the toolchain (`codeloop doctor` shows each one), or remove the language "
+            "from tasks.languages:\n" + "\n".join(broken)
         )
 
 
@@ -55,6 +92,7 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
             "train": len(saved["train"]),
             "validation": len(saved["validation"]),
         }
+    check_toolchains(r)
     floor = r.config.round.min_free_disk_gib
     free = shutil.disk_usage(r.session.root).free / 1024**3
     if free < floor:

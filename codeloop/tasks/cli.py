@@ -205,8 +205,11 @@ def show(
     ):
         table.add_row(name, "" if value is None else escape(str(value)))
     out.print(table)
-    out.rule("statement")
-    out.print(task.statement, markup=False, highlight=False)
+    from codeloop import recipe
+
+    for turn in recipe.messages(task):  # the conversation exactly as the model gets it
+        out.rule(turn["role"])
+        out.print(turn["content"], markup=False, highlight=False)
     for index, case in enumerate(task.public_cases, 1):
         out.rule(f"public example {index}")
         out.print(f"input:\n{case.input}output:\n{case.output}", markup=False, highlight=False)

@@ -96,9 +96,13 @@ def variant_cases(
     return hidden, public
 
 
-def statement(family: Family, p: Params, language: str, variant: int) -> str:
-    """The full statement of one task: title, I/O contract, and the language's line."""
-    return stdio_statement(f"{family.title}\n\n{family.statement(p)}", language, variant)
+def statement(family: Family, p: Params) -> str:
+    """The statement of one task: the family's problem sentence for this variant.
+
+    The title and the language's contract are left out on purpose (see
+    `codeloop.tasks.render`); the prompt recipe states the language and the contract.
+    """
+    return stdio_statement(family.statement(p))
 
 
 def render_problem(family: Family, variant: int, seed: int, languages: Sequence[str]) -> Problem:
@@ -120,7 +124,7 @@ def render_problem(family: Family, variant: int, seed: int, languages: Sequence[
             family=name,
             language=language,
             kind="stdio",
-            statement=statement(family, p, language, variant),
+            statement=statement(family, p),
             cases=hidden,
             public_cases=public,
             checker=family.checker,

@@ -167,7 +167,7 @@ class _Rows:
                 family=family,
                 language=language,
                 kind="stdio",
-                statement=stdio_statement(text, language),
+                statement=stdio_statement(text),
                 cases=hidden,
                 public_cases=public,
                 checker="tokens",

@@ -1,0 +1,366 @@
+"""What `codeloop run` and `codeloop status` show, from real round folders.
+
+The rounds are built from real phase outputs: collect/baseline/candidate summaries
+come from `collect.summary`, and gate, audit (when not due), baseline/train/candidate
+(when skipped) and finish are run by `run_phase` itself, so the shapes read here are
+the shapes the phases write. Only what needs a model or the sandbox (answers,
+training, an audit that runs) is written by hand, shaped like the phase's output.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from codeloop import config as session_config
+from codeloop import store
+from codeloop.loop import cli as loop_cli
+from codeloop.loop import display
+from codeloop.loop.collect import summary
+from codeloop.loop.common import PHASES
+from codeloop.loop.launcher import Launcher, LiveView
+from codeloop.loop.phases import run_phase
+
+BINDING = {"tasks_sha256": "t", "adapter_sha256": None, "prompt_sha256": "p"}
+
+
+def make_session(root: Path, languages: list[str], **tables: str) -> store.SessionPaths:
+    """A session folder with a config (defaults but for `languages` and the given tables)."""
+    text = f"[tasks]\nlanguages = {languages!r}\n".replace("'", '"')
+    for name, body in tables.items():
+        text += f"\n[{name}]\n{textwrap.dedent(body)}"
+    config = session_config.parse(text, "display test config")
+    root.mkdir(parents=True, exist_ok=True)
+    store.write_text(root / "config.toml", session_config.dumps(config))
+    return store.SessionPaths(root)
+
+
+def tasks(split: str, counts: dict[str, int], number: int) -> list[dict]:
+    return [
+        {"id": f"r{number}-{split}-{lang}-{i}", "language": lang, "family": f"{lang}-{split}-{i}"}
+        for lang, n in counts.items()
+        for i in range(n)
+    ]
+
+
+def rows(assigned: list[dict], passed: set[str]) -> list[dict]:
+    """Rows as the Collector writes them (the fields the summaries and the gate read)."""
+    return [
+        {
+            "id": task["id"],
+            "language": task["language"],
+            "family": task["family"],
+            "split": "train",
+            "passed": task["id"] in passed,
+            "status": "passed" if task["id"] in passed else "wrong_answer",
+        }
+        for task in assigned
+    ]
+
+
+def answered(folder: Path, phase: str, assigned: list[dict], passed: set[str]) -> None:
+    """PHASE-rows.json and PHASE.json of an answering phase, via the real summary."""
+    found = rows(assigned, passed)
+    store.write_json(folder / f"{phase}-rows.json", {"binding": BINDING, "rows": found})
+    store.write_json(
+        folder / f"{phase}.json",
+        {
+            **summary(found, BINDING),
+            "rows_sha256": store.sha256_file(folder / f"{phase}-rows.json"),
+        },
+    )
+
+
+def prepared(paths: store.SessionPaths, number: int, train: dict, validation: dict) -> Path:
+    folder = paths.round(number)
+    assigned = {
+        "train": tasks("train", train, number),
+        "validation": tasks("validation", validation, number),
+        "parent": store.read(paths.status, {"retained_adapter": None})["retained_adapter"],
+        "fixed_ids": [],
+    }
+    store.write_json(folder / "tasks.json", assigned)
+    store.write_json(
+        folder / "prepare.json",
+        {
+            "completed": True,
+            "tasks_sha256": store.sha256_file(folder / "tasks.json"),
+            "train": len(assigned["train"]),
+            "validation": len(assigned["validation"]),
+        },
+    )
+    return folder
+
+
+def exported(folder: Path, languages: dict[str, int], ready: bool, reason: str) -> None:
+    """export.json as export.run returns it (train.jsonl itself is not read here)."""
+    store.write_json(
+        folder / "export.json",
+        {
+            "completed": True,
+            "ready": ready,
+            "reason": reason,
+            "rows": sum(languages.values()),
+            "languages": languages,
+            "without_rows": [lang for lang, n in languages.items() if n == 0],
+            "balance": "equal",
+            "data_sha256": "0" * 64,
+            "dropped_too_long": 0,
+        },
+    )
+
+
+def trained_round(
+    paths: store.SessionPaths, number: int, baseline: set[str], candidate: set[str]
+) -> Path:
+    """A round that trained: collect, export, baseline, train and candidate written; the
+    gate and the audits (skipped when not due) run for real; finish is left to the caller."""
+    folder = prepared(paths, number, {"python": 2, "javascript": 2}, {"python": 3, "javascript": 3})
+    assigned = store.read(folder / "tasks.json")
+    answered(folder, "collect", assigned["train"], {f"r{number}-train-python-0"})
+    exported(folder, {"python": 4, "javascript": 4}, True, "enough verified rows")
+    answered(folder, "baseline", assigned["validation"], baseline)
+    store.write_json(
+        folder / "train.json",
+        {"completed": True, "skipped": False, "steps": 2, "adapter_sha256": "a" * 64},
+    )
+    answered(folder, "candidate", assigned["validation"], candidate)
+    run_phase(paths.root, number, "gate")
+    return folder
+
+
+def v(number: int, language: str, *indexes: int) -> set[str]:
+    return {f"r{number}-validation-{language}-{i}" for i in indexes}
+
+
+def audited(folder: Path, parent: int, candidate: int) -> None:
+    """The two audit summaries of a due audit (4 Python tasks), as audit.run writes them."""
+    audit_tasks = tasks("test", {"python": 4}, 0)
+    store.write_json(
+        folder / "audit-tasks.json", {"suites": ["curriculum-test"], "tasks": audit_tasks}
+    )
+    binding = {"datasets": {"suites": ["curriculum-test"]}, "model": "m", "engine": "replay"}
+    for phase, passed in (("audit-parent", parent), ("audit-candidate", candidate)):
+        found = rows(audit_tasks, {t["id"] for t in audit_tasks[:passed]})
+        store.write_json(folder / phase / "rows.json", {"binding": BINDING, "rows": found})
+        store.write_json(
+            folder / phase / "summary.json", {**summary(found, BINDING), "binding": binding}
+        )
+        store.write_json(
+            folder / f"{phase}.json",
+            {
+                "completed": True,
+                "skipped": False,
+                "summary_sha256": store.sha256_file(folder / phase / "summary.json"),
+            },
+        )
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> store.SessionPaths:
+    """Round 1 rejected at the gate, round 2 accepted after its audit, round 3 collecting."""
+    paths = make_session(
+        tmp_path / "session",
+        ["python", "javascript"],
+        gate="min_net_gain = 3\n",
+        round="audit_every = 1000\n",
+    )
+    # Round 1: python gains 2; javascript gains 1 and loses 1. Net +2 < 3: not promising.
+    folder = trained_round(
+        paths,
+        1,
+        v(1, "python", 0) | v(1, "javascript", 2),
+        v(1, "python", 0, 1, 2) | v(1, "javascript", 0),
+    )
+    for phase in ("audit-parent", "audit-candidate", "finish"):
+        run_phase(paths.root, 1, phase)
+    # Round 2: gained 3, lost 0: promising, so the audit is due; it loses nothing.
+    folder = trained_round(
+        paths, 2, v(2, "javascript", 0), v(2, "python", 0, 1) | v(2, "javascript", 0, 1)
+    )
+    audited(folder, parent=2, candidate=3)
+    run_phase(paths.root, 2, "finish")
+    # Round 3: collect is running; its heartbeat has the per-language counts.
+    folder = prepared(paths, 3, {"python": 3, "javascript": 3}, {"python": 3, "javascript": 3})
+    store.write_progress(
+        folder, "collect", 4, 6, round=3, language="javascript",
+        seen={"python": 3, "javascript": 1}, passed={"python": 2, "javascript": 0},
+    )  # fmt: skip
+    return paths
+
+
+def text(renderable: object, width: int = 120) -> str:
+    console = Console(record=True, width=width, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def squeeze(value: str) -> str:
+    """Table text with runs of spaces collapsed, so assertions do not depend on padding."""
+    return "\n".join(" ".join(line.split()) for line in value.splitlines())
+
+
+def test_a_round_rejected_at_the_gate_shows_pass_at_1_gate_and_decision(
+    session: store.SessionPaths,
+) -> None:
+    shown = squeeze(text(display.round_view(session.round(1))))
+    assert "round 1: validation pass@1" in shown
+    assert "│ python │ 0.333 (1/3) │ 1.000 (3/3) │ 2 │ 0 │" in shown
+    assert "│ javascript │ 0.333 (1/3) │ 0.333 (1/3) │ 1 │ 1 │" in shown
+    assert "│ macro │ 0.333 │ 0.667 │ 3 │ 1 │" in shown
+    assert (
+        "gate: not promising: gained 3, lost 1 (net +2), McNemar p = 0.625; gained - lost = 2 < 3"
+        in shown
+    )
+    assert "audit: skipped (gate not promising and not due)" in shown
+    assert "decision: Candidate rejected at the validation gate; retained model unchanged" in shown
+    assert "retained adapter: base model" in shown
+
+
+def test_an_accepted_round_shows_its_audit_and_new_adapter(session: store.SessionPaths) -> None:
+    shown = squeeze(text(display.round_view(session.round(2))))
+    assert "│ python │ 0.000 (0/3) │ 0.667 (2/3) │ 2 │ 0 │" in shown
+    assert "│ macro │ 0.167 │ 0.667 │ 3 │ 0 │" in shown
+    assert "gate: promising: gained 3, lost 0 (net +3), McNemar p = 0.25" in shown
+    assert "audit: parent 2/4, candidate 3/4; gained 1, lost 0" in shown
+    assert "decision: Candidate accepted after validation and full audit" in shown
+    assert "retained adapter: round-000002/adapter" in shown
+
+
+def test_training_skipped_shows_exported_rows_and_languages_without_any(tmp_path: Path) -> None:
+    paths = make_session(
+        tmp_path / "s", ["python", "javascript", "go"], export="min_per_language = 2\n"
+    )
+    folder = prepared(paths, 1, {"python": 4, "javascript": 2, "go": 2}, {"python": 1})
+    assigned = store.read(folder / "tasks.json")
+    solved = {"r1-train-python-0", "r1-train-python-1", "r1-train-go-0"}
+    answered(folder, "collect", assigned["train"], solved)
+    exported(
+        folder, {"python": 2, "javascript": 0, "go": 0}, False, "too few rows in javascript, go"
+    )
+    for phase in PHASES[PHASES.index("baseline") :]:
+        run_phase(paths.root, 1, phase)
+    shown = squeeze(text(display.round_view(folder)))
+    assert "round 1: training skipped: export not ready" in shown
+    assert "│ python │ 2/4 │ 2 │ 2 │ │" in shown
+    assert "│ javascript │ 0/2 │ 0 │ 0 │ no verified row │" in shown
+    assert "│ go │ 1/2 │ 1 │ 0 │ too few verified rows to export │" in shown
+    assert (
+        "training skipped: export not ready: too few rows in javascript, go (2 rows exported)"
+        in shown
+    )
+    assert "no verified row yet: javascript" in shown
+    assert "decision: More verified examples needed; continuing collection" in shown
+    assert "validation pass@1" not in shown
+    assert display.phase_line(folder, "baseline") == (
+        "baseline: skipped (too few rows in javascript, go)"
+    )
+
+
+def test_the_heartbeat_of_a_running_answering_phase(session: store.SessionPaths) -> None:
+    folder = session.round(3)
+    beat = store.read_progress(folder)
+    totals = display.phase_totals(folder, "collect")
+    assert totals == {"python": 3, "javascript": 3}
+    assert display.heartbeat_line(beat, totals) == (
+        "collect 4/6; passed python 2/3 (of 3), javascript 0/1 (of 3)"
+    )
+    shown = squeeze(text(display.heartbeat_table(beat, totals)))
+    assert "checked 3/3 1/3" in shown
+    assert "passed 2 (67%) 0 (0%)" in shown
+    # Heartbeats of other phases carry no per-language counts, and show none.
+    assert display.heartbeat_table({"phase": "export", "completed": 0, "total": 3}) is None
+    assert display.heartbeat_line(
+        {"phase": "prepare", "completed": 1, "total": 6, "task": "validating"}
+    ) == ("prepare 1/6 (validating)")
+
+
+def test_status_shows_every_round_and_the_running_heartbeat(
+    session: store.SessionPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    console = Console(record=True, width=120, file=io.StringIO())
+    monkeypatch.setattr(loop_cli, "out", console)
+    (session.root / "PAUSE").touch()
+    loop_cli.show_status(session=session.root)
+    shown = squeeze(console.export_text())
+    assert "retained adapter: round-000002/adapter" in shown
+    assert "round 1: 10/10 phases done" in shown
+    assert "round 2: 10/10 phases done" in shown
+    assert "round 3: 1/10 phases done (PAUSE file present)" in shown
+    assert "│ javascript │ 0.333 (1/3) │ 0.333 (1/3) │ 1 │ 1 │" in shown
+    assert "audit: parent 2/4, candidate 3/4; gained 1, lost 0" in shown
+    assert "decision: pending (next phase: collect)" in shown
+    assert "last heartbeat: collect 4/6; passed python 2/3 (of 3), javascript 0/1 (of 3)," in shown
+    assert shown.index("round 1:") < shown.index("round 2:") < shown.index("round 3:")
+
+
+def test_the_live_view_draws_bar_and_languages_on_a_terminal(session: store.SessionPaths) -> None:
+    console = Console(force_terminal=True, width=120, file=io.StringIO())
+    view = LiveView(console)
+    assert view.live
+    folder = session.round(3)
+    view.begin(3, "collect", folder)
+    view.beat(store.read_progress(folder))
+    shown = squeeze(text(view.progress.get_renderable()))
+    assert "round 3 collect" in shown and "4/6" in shown and "now javascript" in shown
+    assert "passed 2 (67%) 0 (0%)" in shown
+    # The final heartbeat of a phase keeps the last counts on screen.
+    view.beat({"phase": "collect", "completed": 6, "total": 6})
+    assert "passed 2 (67%) 0 (0%)" in squeeze(text(view.progress.get_renderable()))
+
+
+FAKE_PHASE = """
+import sys, time
+from codeloop import store
+from codeloop.loop.phases import run_phase
+session, number, phase = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+folder = store.SessionPaths(session).round(number)
+if phase != "candidate":
+    run_phase(session, number, phase)
+    sys.exit(0)
+# What the candidate phase writes, without a model: heartbeats with counts, then results.
+for done in range(1, 4):
+    store.write_progress(folder, "candidate", done, 6, round=number,
+                         seen={"python": done}, passed={"python": done - 1})
+    time.sleep(0.3)
+from tests.test_loop_display import answered, v
+answered(folder, "candidate", store.read(folder / "tasks.json")["validation"],
+         v(1, "python", 0, 1, 2) | v(1, "javascript", 0))
+"""
+
+
+class FakeCandidate(Launcher):
+    """The real launcher; its phases run in-process-light subprocesses, candidate is faked."""
+
+    def _command(self, number: int, phase: str, resume: bool) -> list[str]:
+        return [sys.executable, "-c", FAKE_PHASE, str(self.paths.root), str(number), phase]
+
+
+def test_the_launcher_without_a_terminal_prints_one_line_per_phase_and_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = make_session(
+        tmp_path / "session",
+        ["python", "javascript"],
+        gate="min_net_gain = 3\n",
+        round="audit_every = 1000\n",
+    )
+    folder = trained_round(paths, 1, v(1, "python", 0) | v(1, "javascript", 2), set())
+    for name in ("candidate.json", "candidate-rows.json", "gate.json"):
+        (folder / name).unlink()
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parent.parent))
+    console = Console(record=True, width=120, file=io.StringIO())
+    assert FakeCandidate(paths, console).run(1) == 0
+    shown = squeeze(console.export_text())
+    assert "round 1 candidate: macro pass@1 0.667 (javascript 1/3, python 3/3)" in shown
+    assert "round 1 gate: not promising: gained 3, lost 1 (net +2)" in shown
+    assert "round 1 audit-parent: skipped (gate not promising and not due)" in shown
+    assert "round 1 finish: Candidate rejected at the validation gate" in shown
+    assert "│ python │ 0.333 (1/3) │ 1.000 (3/3) │ 2 │ 0 │" in shown
+    assert "0:00:" not in shown, "no live bar (with its elapsed time) without a terminal"
+    assert len(shown.splitlines()) < 30
