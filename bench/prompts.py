@@ -132,6 +132,8 @@ def main() -> None:
         answers = [c[0].text for c in engine.generate(conversations, max_tokens=384)]
         verdicts = check(tasks, answers)
         timings[name] = time.monotonic() - started
+        solved = sum(not isinstance(v, str) and v.passed for v in verdicts)
+        print(f"{name}: {solved}/{len(tasks)} in {timings[name]:.0f} s", flush=True)
         for task, verdict in zip(tasks, verdicts, strict=True):
             cell = table.setdefault(name, {}).setdefault(task.language, [0, 0])
             cell[0] += int(not isinstance(verdict, str) and verdict.passed)
