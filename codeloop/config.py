@@ -158,11 +158,15 @@ class HumanEvalSource(Section):
 
 
 class HumanEvalXSource(Section):
-    kind: Literal["humaneval-x"] = Field(description="HumanEval-X, from a local folder or the hub.")
-    path: str | None = Field(
-        None, description="Folder with humaneval_<lang>.jsonl(.gz); unset means the hub."
+    kind: Literal["humaneval-x"] = Field(
+        description="HumanEval-X: the shipped copy, a local folder, or the hub."
     )
-    revision: str | None = Field(None, description="Hub revision when path is unset.")
+    path: str | None = Field(
+        None,
+        description="Folder with humaneval_<lang>.jsonl(.gz); unset means the copy shipped "
+        "in the package, 'hub' the Hugging Face dataset.",
+    )
+    revision: str | None = Field(None, description="Hub revision when path is 'hub'.")
 
 
 class HFSource(Section):
@@ -316,7 +320,9 @@ class AuditConfig(Section):
         description="Benchmarks of the full audit.",
     )
     humaneval_x_path: str | None = Field(
-        None, description="Local HumanEval-X folder for the humaneval-x suite; unset means the hub."
+        None,
+        description="HumanEval-X folder for the humaneval-x suite; unset means the copy shipped "
+        "in the package, 'hub' the Hugging Face dataset.",
     )
     limit: int | None = Field(
         None, gt=0, description="Use at most this many tasks of each suite (unset: all of them)."

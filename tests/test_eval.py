@@ -17,15 +17,13 @@ from pathlib import Path
 import pytest
 
 from codeloop import store
+from codeloop.data import HUMANEVAL_X
 from codeloop.errors import ConfigError
 from codeloop.evaluate import canonical_samples, evaluate, load_humaneval, load_humaneval_x
 from codeloop.evaluate.data import ENV_HUMANEVAL_X
 from codeloop.evaluate.suites import Sample, humaneval_x_job
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared/benchmarks/humaneval-x"
-needs_data = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"HumanEval-X data folder {DATA} is absent (shared/ not beside repo)"
-)
+DATA = HUMANEVAL_X  # the copy shipped in the package
 
 
 def _canonical(task_id: str) -> str:
@@ -43,7 +41,6 @@ def codeloop(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
-@needs_data
 def test_results_follow_the_samples_order_and_summary_counts(tmp_path: Path) -> None:
     problems = load_humaneval_x(DATA, ["python", "javascript", "go"])
     samples = [
@@ -100,7 +97,6 @@ def test_results_follow_the_samples_order_and_summary_counts(tmp_path: Path) -> 
     assert set(binding["composition_sha256"]) == {"suites.py", "function_tests.py"}
 
 
-@needs_data
 def test_python_generation_is_cut_at_its_first_top_level_line() -> None:
     row = load_humaneval_x(DATA, ["python"]).rows["Python/2"]
     job = humaneval_x_job(row, "    return number % 1.0\n\nprint('junk')\nraise SystemExit\n")
@@ -108,7 +104,6 @@ def test_python_generation_is_cut_at_its_first_top_level_line() -> None:
     assert job.program.startswith("import math\n")
 
 
-@needs_data
 def test_cli_end_to_end_on_a_tiny_samples_file(tmp_path: Path) -> None:
     samples = tmp_path / "samples.jsonl"
     rows = [
@@ -154,7 +149,6 @@ def test_cli_end_to_end_on_a_tiny_samples_file(tmp_path: Path) -> None:
     }
 
 
-@needs_data
 def test_cli_canonical_with_data_from_the_environment(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = codeloop(
@@ -176,30 +170,46 @@ def test_cli_canonical_with_data_from_the_environment(tmp_path: Path) -> None:
     assert summary["binding"]["samples"] == {"canonical": True, "limit": 3}
 
 
-def test_missing_data_names_the_flag(tmp_path: Path) -> None:
+def _eval_cli(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     clean = {k: v for k, v in os.environ.items() if k != ENV_HUMANEVAL_X}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "codeloop",
-            "eval",
-            "--suite",
-            "humaneval-x",
-            "--canonical",
-            "--languages",
-            "go",
-            "--out",
-            str(tmp_path / "out"),
-        ],
+    command = [sys.executable, "-m", "codeloop", "eval", "--suite", "humaneval-x"]
+    command += ["--canonical", "--limit", "2", "--languages", "python", *extra]
+    return subprocess.run(
+        [*command, "--out", str(tmp_path / "out")],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env={**clean, **env},
+        cwd=tmp_path,  # not the repository: the data must come from the installed package
     )
+
+
+def test_eval_needs_no_data_dir_the_package_ships_humaneval_x(tmp_path: Path) -> None:
+    result = _eval_cli(tmp_path)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["total"], summary["passed"]) == (2, 2)
+    assert str(HUMANEVAL_X) in json.dumps(summary["binding"])
+
+
+def test_the_shipped_copy_matches_its_sha256sums_and_carries_its_licence() -> None:
+    import hashlib
+
+    sums = dict(
+        reversed(line.split()) for line in (HUMANEVAL_X / "SHA256SUMS").read_text().splitlines()
+    )
+    assert len(sums) == 6
+    for name, digest in sums.items():
+        assert hashlib.sha256((HUMANEVAL_X / name).read_bytes()).hexdigest() == digest
+    assert "Apache License" in (HUMANEVAL_X / "LICENSE").read_text()
+    assert "2838420b7b4492cf3d16bce5320e26e65960c9e2" in (HUMANEVAL_X / "README.md").read_text()
+
+
+def test_missing_data_names_the_flag(tmp_path: Path) -> None:
+    result = _eval_cli(tmp_path, "--data-dir", str(tmp_path / "nowhere"))
     assert result.returncode == 1
-    assert "--data-dir" in result.stderr and ENV_HUMANEVAL_X in result.stderr
+    assert "--data-dir" in result.stderr and "nowhere" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out" / "results.jsonl").exists()
 

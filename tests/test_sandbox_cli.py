@@ -90,3 +90,30 @@ def test_doctor_reports_every_language() -> None:
     for language in ("python", "javascript", "typescript", "c", "cpp", "java", "rust", "go"):
         assert language in result.stdout
     assert result.stdout.count("works") == 8
+
+
+def test_a_check_with_nothing_to_run_is_refused_never_passed(tmp_path: Path) -> None:
+    """Zero cases (or an empty test program) would pass any program: a vacuous verdict."""
+    rows = [
+        {"id": "empty", "language": "python", "program": "print(1)", "cases": []},
+        {"id": "absent", "language": "python", "program": "print(1)"},
+        {"id": "blank-test", "language": "python", "program": "x = 1", "test": "  \n"},
+    ]
+    batch = tmp_path / "in.jsonl"
+    batch.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "out.jsonl"
+    result = codeloop("check", "--batch", str(batch), "--out", str(out))
+    assert result.returncode == 1, result.stdout
+    for number in (1, 2):
+        assert f"line {number}: " in result.stderr
+    assert "at least one test case" in result.stderr
+    assert "line 3: " in result.stderr and "test program is empty" in result.stderr
+    assert not out.exists() or "passed" not in out.read_text()
+    cases = tmp_path / "cases.json"
+    cases.write_text("[]")
+    program = tmp_path / "p.py"
+    program.write_text("print(1)\n")
+    single = codeloop(
+        "check", "--language", "python", "--program", str(program), "--cases", str(cases)
+    )
+    assert single.returncode == 1 and "at least one test case" in single.stderr

@@ -91,4 +91,4 @@ def test_tier_1_statements_are_the_bare_problem_and_the_recipe_adds_the_language
         )
         assert "Go" in go_turns[0]["content"] and "package main" in go_turns[2]["content"]
     names = {family.name for family in families() if family.tier == 1}
-    assert {"echo-line", "sum-two"} <= names
+    assert {"exclaim-line", "sum-two"} <= names

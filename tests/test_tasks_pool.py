@@ -126,6 +126,50 @@ def test_failing_references_are_dropped_with_a_reason(tmp_path: Path) -> None:
         prepare_batch(tmp_path, config)
 
 
+def test_tasks_a_trivial_program_passes_are_refused(tmp_path: Path) -> None:
+    """Hidden cases passed by printing nothing, echoing, or printing a public example's
+    output would reward an answer that solves nothing: such problems never enter a pool."""
+
+    def row(family: str, cases: list[tuple[str, str]], public: list[tuple[str, str]]) -> str:
+        return json.dumps(
+            {
+                "family": family,
+                "language": "python",
+                "kind": "stdio",
+                "statement": "Read the input and print the answer.",
+                "cases": [{"input": i, "output": o} for i, o in cases],
+                "public_cases": [{"input": i, "output": o} for i, o in public],
+                "references": [{"language": "python", "code": "print(input())\n"}],
+                "provenance": {
+                    "dataset": "own-fixture",
+                    "revision": "1",
+                    "source_row_sha256": family[-1] * 64,
+                    "license": "Apache-2.0",
+                },
+            }
+        )
+
+    rows = [
+        row("own/silent-a", [("1\n", "\n"), ("2\n", "")], []),
+        row("own/echoing-b", [("x\n", "x\n"), ("y z\n", "y z\n")], []),
+        row("own/constant-c", [("1\n", "YES\n"), ("2\n", "YES\n")], [("3\n", "YES\n")]),
+        row("own/honest-d", [("1\n", "1\n"), ("2\n", "2\n")], [("3\n", "3\n")]),
+    ]
+    path = tmp_path / "trivial.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    # own/honest-d is an echo task too: it must be refused, whatever its reference says
+    batch = prepare_batch(tmp_path / "s", session_config([{"kind": "jsonl", "path": str(path)}]))
+    reasons = {item["family"]: item["reason"] for item in batch.manifest["dropped"]}
+    assert reasons == {
+        "own/silent-a": "refused: the empty program passes every hidden case",
+        "own/echoing-b": "refused: a program that echoes its input passes every hidden case",
+        "own/constant-c": "refused: a program printing public example 1's output passes "
+        "every hidden case",
+        "own/honest-d": "refused: a program that echoes its input passes every hidden case",
+    }
+    assert batch.tasks == []
+
+
 def test_dataset_rows_need_a_passing_solution(tmp_path: Path) -> None:
     sources = [
         {"kind": "hf", "dataset": str(FIXTURES / "codecontests.jsonl"), "schema": "codecontests"},

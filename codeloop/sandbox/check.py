@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness
@@ -57,6 +57,16 @@ class CheckRequest(BaseModel):
     checker: str = "lines"
     test: str | None = None
     limits: SandboxLimits | None = None
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> CheckRequest:
+        # A check with nothing to run would pass any program: a vacuous verdict is a
+        # reward for nothing, so it is refused, never judged "passed".
+        if self.test is None and not self.cases:
+            raise ValueError("a check needs at least one test case (or a test program)")
+        if self.test is not None and not self.test.strip():
+            raise ValueError("the test program is empty")
+        return self
 
 
 class Check(BaseModel):

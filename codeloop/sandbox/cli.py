@@ -52,9 +52,12 @@ def _read_batch(path: Path) -> list[tuple[str, CheckRequest]]:
             items.append((identity, CheckRequest.model_validate(row)))
         except KeyError:
             problems.append(f"line {number}: missing field 'id'")
-        except (ValueError, ValidationError) as error:
-            reason = str(error).splitlines()[0] if isinstance(error, ValueError) else error
-            problems.append(f"line {number}: {reason}")
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            problems.append(f"line {number}: {where + ': ' if where else ''}{first['msg']}")
+        except ValueError as error:
+            problems.append(f"line {number}: {str(error).splitlines()[0]}")
     if problems:
         raise ConfigError(f"{path}: bad batch lines:\n  " + "\n  ".join(problems[:20]))
     return items

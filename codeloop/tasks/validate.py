@@ -2,9 +2,13 @@
 
 A wrong expected output would punish right answers and teach nothing, so a
 problem enters the pool only if one of its references passes every case (hidden
-and public). Each problem is checked once, however many languages it is rendered
-in. A sandbox that cannot run at all is an environment error, never a reason to
-drop a problem: the build stops and says so.
+and public). A stdio problem whose hidden cases a trivial program passes (one that
+prints nothing, echoes its input, or prints a public example's output whatever the
+input) would reward an answer that solves nothing, so it is refused; those
+programs' outputs are known without running them, so no sandbox run is needed.
+Each problem is checked once, however many languages it is rendered in. A sandbox
+that cannot run at all is an environment error, never a reason to drop a problem:
+the build stops and says so.
 """
 
 from __future__ import annotations
@@ -109,11 +113,34 @@ def validate_problems(
     return verdicts
 
 
+def trivial_pass(task: Any) -> str | None:
+    """The name of a trivial program that passes every hidden case of a stdio task, if any."""
+    from codeloop.sandbox import outputs_match
+
+    if task.kind != "stdio" or not task.cases:
+        return None
+    outputs: dict[str, Callable[[str], str]] = {
+        "the empty program": lambda _input: "",
+        "a program that echoes its input": lambda data: data,
+    }
+    for number, case in enumerate(task.public_cases, 1):
+        outputs[f"a program printing public example {number}'s output"] = (
+            lambda _input, fixed=case.output: fixed
+        )
+    for name, output_of in outputs.items():
+        if all(outputs_match(c.output, output_of(c.input), task.checker) for c in task.cases):
+            return name
+    return None
+
+
 def _verdict(problem: Problem, results: Sequence[Any]) -> Verdict:
     if problem.skip_reason:
         return Verdict(problem.key, False, False, f"skipped: {problem.skip_reason}")
     if not problem.tasks:
         return Verdict(problem.key, False, False, "skipped: no tasks")
+    trivial = trivial_pass(problem.tasks[0])
+    if trivial is not None:
+        return Verdict(problem.key, False, False, f"refused: {trivial} passes every hidden case")
     if not results:
         return Verdict(problem.key, True, False, "unverified: no runnable reference solution")
     task = problem.tasks[0]

@@ -17,8 +17,8 @@ def _two(rng: Random) -> Params:
     return {"sep": rng.choice([" ", "\n"])}
 
 
-def echo_line(data: str, p: dict) -> str:
-    return data.split("\n")[0]
+def exclaim_line(data: str, p: dict) -> str:
+    return data.split("\n")[0] + "!"
 
 
 def sum_two(data: str, p: dict) -> str:
@@ -130,13 +130,14 @@ def _one_int(low: int, high: int) -> Generator:
 
 FAMILIES: list[Family] = [
     Family(
-        "echo-line", 1, "Echo",
+        "exclaim-line", 1, "Exclaim",
         params=lambda rng: {"words": rng.randint(1, 6)},
         statement=lambda p: (
-            "Read one line of text from standard input. Print only that same line, unchanged."
+            "Read one line of text from standard input. Print only that same line with an "
+            "exclamation mark added at its end."
         ),
         generate=lambda rng, p: sentence(rng, 1, p["words"]) + "\n",
-        solve=echo_line,
+        solve=exclaim_line,
     ),
     Family(
         "sum-two", 1, "Sum of two integers",

@@ -1,9 +1,10 @@
 """HumanEval-X: HumanEval in C++, Go, Java, JavaScript, Python and Rust.
 
-Read from a local folder of `humaneval_<lang>.jsonl(.gz)` (as published by
-CodeGeeX) or, when `path` is unset, from the hub dataset THUDM/humaneval-x with
-`datasets`. Like HumanEval it is a benchmark: every problem is in `test`, and a
-problem's family (`humaneval/N`) is shared by all its languages.
+Read from the copy shipped in the package when `path` is unset, from a local
+folder of `humaneval_<lang>.jsonl(.gz)` (as published by CodeGeeX), or, when
+`path = "hub"`, from the hub dataset THUDM/humaneval-x with `datasets`. Like
+HumanEval it is a benchmark: every problem is in `test`, and a problem's family
+(`humaneval/N`) is shared by all its languages.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from codeloop import data as shipped
 from codeloop.config import HumanEvalXSource
 from codeloop.errors import ConfigError
 from codeloop.tasks.schema import FunctionSpec, Problem, Program, Provenance, make_task
@@ -88,8 +90,8 @@ class HumanEvalX:
         self.where = where
         self.languages = [lang for lang in languages if lang in FILE_CODES]
         self.files: dict[str, Path] = {}
-        if config.path is not None:
-            self.files = self._local_files(Path(config.path))
+        if config.path != shipped.HUB:
+            self.files = self._local_files(Path(config.path or shipped.HUMANEVAL_X))
             self.revision = files_revision(list(self.files.values()))
         else:
             self.revision = config.revision or "unpinned"
@@ -98,7 +100,7 @@ class HumanEvalX:
         if not folder.is_dir():
             raise ConfigError(
                 f"{self.where}.path: {folder} is not a folder; point it at a folder of "
-                "humaneval_<lang>.jsonl.gz files, or unset it to read the hub"
+                "humaneval_<lang>.jsonl.gz files, or unset it to read the shipped copy"
             )
         found: dict[str, Path] = {}
         for language in self.languages:
@@ -127,7 +129,8 @@ class HumanEvalX:
             split="test",
             revision=self.config.revision,
             where=self.where,
-            local_hint=f"set {self.where}.path to a local folder of humaneval_<lang>.jsonl.gz",
+            local_hint=f"set {self.where}.path to a local folder of humaneval_<lang>.jsonl.gz, "
+            "or unset it to read the shipped copy",
         )
 
     def problems(self) -> Iterator[Problem]:
