@@ -48,7 +48,7 @@ from codeloop.loop.common import PHASES
 from codeloop.loop.phases import open_round, run_phase
 from codeloop.sandbox import check_program
 from codeloop.tasks.splits import assign_split
-from tests.test_train_support import CHATML, SPECIAL
+from tests.test_train_support import CHATML, SPECIAL, save_llama
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -177,18 +177,12 @@ def sum_task(family: str, index: int) -> dict[str, Any]:
     return record
 
 
-def fence(program: str) -> str:
-    """An answer as the export phase writes it: the program alone in a python block."""
-    return f"```{recipe.FENCE_TAGS['python']}\n{program}```"
-
-
 def build_model(folder: Path, records: list[dict[str, Any]]) -> Path:
     """A 2-layer Llama (hidden 64) with a BPE tokenizer trained on the tasks' prompts."""
-    import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    corpus = [fence(RIGHT), fence(WRONG)]
+    corpus = [recipe.fenced(RIGHT, "python"), recipe.fenced(WRONG, "python")]
     corpus += [turn["content"] for record in records for turn in recipe.messages(record)]
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -210,23 +204,15 @@ def build_model(folder: Path, records: list[dict[str, Any]]) -> Path:
     )
     tokenizer.chat_template = CHATML
     tokenizer.save_pretrained(folder)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
+    # hidden 64 and large initial weights: logits confident enough to memorise an answer
+    return save_llama(
+        folder,
+        tokenizer,
         hidden_size=64,
         intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
-        initializer_range=0.2,  # logits large enough for a confident answer
+        initializer_range=0.2,
     )
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    return folder
 
 
 def sandbox_or_skip() -> None:
@@ -266,13 +252,19 @@ def write_export(session: Path, number: int, program: str) -> list[bool]:
     """
     r = open_round(session, number)
     tasks = r.tasks("train")
-    passed = [check.passed for check in check_answers(r, [(t, fence(program)) for t in tasks])]
+    passed = [
+        check.passed
+        for check in check_answers(r, [(t, recipe.fenced(program, "python")) for t in tasks])
+    ]
     rows = [
         {
             "task_id": task.id,
             "language": task.language,
             "split": "train",
-            "messages": [*recipe.messages(task), {"role": "assistant", "content": fence(program)}],
+            "messages": [
+                *recipe.messages(task),
+                {"role": "assistant", "content": recipe.fenced(program, "python")},
+            ],
             "verification": {"kind": "local_execution", "passed": True, "status": "passed"},
             "provenance": {
                 **task.provenance.model_dump(mode="json"),

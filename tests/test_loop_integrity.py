@@ -93,12 +93,18 @@ def test_answers_bound_to_other_weights_are_refused(session: Path) -> None:
         run_phase(session, 1, "collect")
 
 
-def test_answers_edited_after_collect_are_refused(session: Path) -> None:
+def edit_a_verified_program(session: Path) -> tuple[Path, str]:
+    """Forget export and replace the first verified program; (round folder, its task id)."""
     folder = forget(session, "export")
     rows = store.read(folder / "collect-rows.json")
     passed = next(row for row in rows["rows"] if row["passed"])
     passed["verified"][0]["program"] = "print('changed')\n"
     store.write_json(folder / "collect-rows.json", rows)
+    return folder, passed["id"]
+
+
+def test_answers_edited_after_collect_are_refused(session: Path) -> None:
+    edit_a_verified_program(session)
     with pytest.raises(IntegrityError, match=r"collect-rows\.json: the collected answers changed"):
         run_phase(session, 1, "export")
 
@@ -106,15 +112,11 @@ def test_answers_edited_after_collect_are_refused(session: Path) -> None:
 def test_a_previously_verified_answer_that_now_fails_is_an_error(session: Path) -> None:
     # Edit the program AND re-bind collect.json to it: export's re-verification still
     # runs exactly the program it would train on, and refuses.
-    folder = forget(session, "export")
-    rows = store.read(folder / "collect-rows.json")
-    passed = next(row for row in rows["rows"] if row["passed"])
-    passed["verified"][0]["program"] = "print('changed')\n"
-    store.write_json(folder / "collect-rows.json", rows)
+    folder, task_id = edit_a_verified_program(session)
     collected = store.read(folder / "collect.json")
     collected["rows_sha256"] = store.sha256_file(folder / "collect-rows.json")
     store.write_json(folder / "collect.json", collected)
-    with pytest.raises(IntegrityError, match=f"task {passed['id']}.*no longer passes"):
+    with pytest.raises(IntegrityError, match=f"task {task_id}.*no longer passes"):
         run_phase(session, 1, "export")
 
 

@@ -58,28 +58,36 @@ def build_tokenizer(folder: Path) -> Any:
     return tokenizer
 
 
-def build_model(folder: Path) -> Path:
-    """A 2-layer Llama (hidden 32) with the test tokenizer, saved as an HF folder."""
+def save_llama(folder: Path, tokenizer: Any, **overrides: Any) -> Path:
+    """A seeded 2-layer Llama (hidden 32 unless overridden) for `tokenizer`, saved to `folder`."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = build_tokenizer(folder)
+    settings = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 256,
+        "tie_word_embeddings": True,
+        **overrides,
+    }
     config = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=True,
+        **settings,
     )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder
+
+
+def build_model(folder: Path) -> Path:
+    """A 2-layer Llama (hidden 32) with the test tokenizer, saved as an HF folder."""
+    return save_llama(folder, build_tokenizer(folder))
 
 
 def make_row(index: int, language: str, **changes: Any) -> dict[str, Any]:
