@@ -274,6 +274,12 @@ class ExportConfig(Section):
         "smallest language's count); 'capped': each language up to replay_per_language, "
         "so languages the model cannot solve yet do not hold the others back.",
     )
+    conversation: Literal["recipe", "contract"] = Field(
+        "recipe",
+        description="The turns a verified answer is trained under: 'recipe', exactly the "
+        "inference prompt; 'contract', the same without the worked example turn (what "
+        "the example teaches is distilled into the weights; bench/train_prompt.py).",
+    )
     min_examples: int = Field(20, gt=0, description="Rows needed before training is allowed.")
     min_per_language: int = Field(1, ge=0, description="Rows needed in every configured language.")
     max_length: int = Field(

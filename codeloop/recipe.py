@@ -189,6 +189,18 @@ def messages(task: Any) -> list[dict[str, str]]:
     ]
 
 
+def contract_messages(task: Any) -> list[dict[str, str]]:
+    """`messages(task)` without the worked example turn: the contract and the task only.
+
+    Training under these turns distils what the worked example does at inference into
+    the weights (read stdin, print only the answer), so a verified answer still teaches
+    when the full prompt already made it likely (the loss under `messages` starts near
+    zero). Function tasks have no worked example, so theirs are unchanged.
+    """
+    turns = messages(task)
+    return [turns[0], turns[-1]] if len(turns) > 2 else turns
+
+
 def correction(task: Any, answer: str, public_feedback: str) -> list[dict[str, str]]:
     """The conversation asking for one correction, showing only public feedback."""
     tag = FENCE_TAGS[_field(task, "language")]

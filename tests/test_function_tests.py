@@ -84,7 +84,13 @@ def problems() -> Problems:
 def _request(problems: Problems, task_id: str, body: str | None = None) -> CheckRequest:
     row = problems.rows[task_id]
     job = humaneval_x_job(row, row["canonical_solution"] if body is None else body)
-    return CheckRequest(language=job.language, program=job.program, test=job.test)
+    return CheckRequest(
+        language=job.language,
+        program=job.program,
+        test=job.test,
+        prompt=job.prompt,
+        entry_point=job.entry_point,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from codeloop import store
+from codeloop import recipe, store
 from codeloop.errors import IntegrityError
 from codeloop.loop.gate import compare, mcnemar_exact, promising
 from codeloop.loop.phases import run_phase
@@ -194,3 +194,20 @@ def test_gate_statistics() -> None:
     assert promising(comparison, GateConfig())[0] is True
     assert promising(comparison, GateConfig(min_net_gain=2))[0] is False
     assert promising(comparison, GateConfig(max_p_value=0.05))[0] is False
+
+
+def test_contract_conversation_trains_without_the_worked_example(session: Path) -> None:
+    import json
+
+    config = session / "config.toml"
+    text = config.read_text()
+    assert "[export]\n" in text
+    config.write_text(text.replace("[export]\n", '[export]\nconversation = "contract"\n', 1))
+    folder = forget(session, "export")
+    run_phase(session, 1, "export")
+    rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
+    assert rows, "the fixture round exported no rows"
+    for row in rows:
+        roles = [turn["role"] for turn in row["messages"]]
+        assert roles == ["system", "user", "assistant"], roles
+        assert recipe.WORKED_PROBLEM not in str(row["messages"])

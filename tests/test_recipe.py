@@ -61,6 +61,13 @@ def test_function_task_messages_embed_the_code_prompt() -> None:
     assert "```python\ndef add(a, b):" in user and "Complete this Python code" in user
 
 
+def test_contract_messages_drop_only_the_worked_example() -> None:
+    full = recipe.messages(TASK)
+    assert recipe.contract_messages(TASK) == [full[0], full[-1]]
+    function = {"language": "python", "kind": "function", "public_cases": [], "statement": "x"}
+    assert recipe.contract_messages(function) == recipe.messages(function)
+
+
 def test_correction_turn_carries_only_the_feedback_it_is_given() -> None:
     conversation = recipe.correction(TASK, "```rust\nfn main(){}\n```", "Test 1: wrong answer")
     assert [turn["role"] for turn in conversation][-3:] == ["user", "assistant", "user"]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.sandbox import SandboxLimits, check_program, pool
+from codeloop.sandbox import SandboxLimits, check_program, harness, pool
+from codeloop.sandbox.cache import shared_folder
 from tests.sandbox_probe import peak_rss_kib, processes, sandbox_processes
 
 pytestmark = pytest.mark.timeout(120)
@@ -172,3 +173,37 @@ def test_filling_the_disk_hits_the_work_folder_limit() -> None:
     got = check.feedback.split("Your output:\n")[1].split()
     assert got[:2] == ["stopped", "28"]  # ENOSPC
     assert int(got[2]) <= LIMITS.workdir_mib
+
+
+def test_a_program_cannot_pass_itself_off_as_a_broken_sandbox() -> None:
+    # bwrap's own setup errors start with "bwrap: " and exit 1; a program printing the
+    # same is a failed program (runtime_error), never an environment_error.
+    check = run_python(
+        "import sys\nsys.stderr.write('bwrap: Creating new namespace failed\\n')\nsys.exit(1)\n"
+    )
+    assert check.status == "runtime_error"
+
+
+def test_a_sandbox_that_cannot_be_set_up_is_an_environment_error() -> None:
+    # The verdict comes from bwrap's status pipe: here a bind source that does not exist.
+    backend = harness.make_backend("bwrap", 0)
+    box = harness.prepare_box(shared_folder("scratch", None) / "setup-test", None)
+    try:
+        result = harness.run(
+            backend,
+            ["/usr/bin/true"],
+            box=box,
+            limits=harness.RunLimits(
+                wall_s=10,
+                cpu_s=5,
+                memory_mib=256,
+                output_bytes=1 << 16,
+                processes=8,
+                workdir_mib=4,
+            ),
+            binds=[("/nonexistent-codeloop-source", "/mnt", False)],
+        )
+    finally:
+        harness.remove_box(box)
+    assert result.setup_error is not None
+    assert "bubblewrap could not set up the sandbox" in result.setup_error

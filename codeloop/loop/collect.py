@@ -54,7 +54,14 @@ def request(task: Task, program: str, r: Round, public: bool = False) -> CheckRe
     if task.kind == "function":
         assert task.function is not None
         test = task.function.public_tests if public else task.function.tests
-        return CheckRequest(language=task.language, program=program, test=test, limits=limits)
+        return CheckRequest(
+            language=task.language,
+            program=program,
+            test=test,
+            prompt=task.statement,
+            entry_point=task.function.entry_point,
+            limits=limits,
+        )
     cases = task.public_cases if public else task.cases
     return CheckRequest(
         language=task.language,

@@ -113,7 +113,12 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
     too_long = 0
     for task, program, _number in flat:
         answer = recipe.fenced(program, task.language)
-        messages = [*recipe.messages(task), {"role": "assistant", "content": answer}]
+        turns = (
+            recipe.contract_messages(task)
+            if cfg.export.conversation == "contract"
+            else recipe.messages(task)
+        )
+        messages = [*turns, {"role": "assistant", "content": answer}]
         if count is not None and count(messages) > cfg.export.max_length:
             too_long += 1
             continue

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness
 from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
-from codeloop.sandbox.function_tests import TestBuild, compose
+from codeloop.sandbox.function_tests import TestBuild, TestContext, compose
 from codeloop.sandbox.languages import Language, get, toolchain_version
 
 Status = Literal[
@@ -56,6 +56,12 @@ class CheckRequest(BaseModel):
     cases: list[Case] = Field(default_factory=list)
     checker: str = "lines"
     test: str | None = None
+    prompt: str = ""
+    """For function tests: the task's own code (e.g. HumanEval's prompt), whose helpers the
+    test may call; it runs on the test's side, so the program cannot redefine them."""
+    entry_point: str | None = None
+    """For function tests: the function under test (default: what the test hands to
+    `check(...)`)."""
     limits: SandboxLimits | None = None
 
     @model_validator(mode="after")
@@ -188,7 +194,7 @@ def _signal_of(run: harness.RunResult) -> int | None:
 def _run_status(language: Language, run: harness.RunResult) -> str | None:
     """The failure status of a finished run, or None when it exited cleanly."""
     stderr = _decode(run.stderr)
-    if run.setup_error or (run.exit_code == 1 and stderr.startswith("bwrap: ")):
+    if run.setup_error:  # from bwrap's status pipe, never from what the program printed
         return "environment_error"
     if run.output_exceeded:
         return "output_limit"
@@ -407,7 +413,10 @@ class Sandbox:
     ) -> Check:
         """A function-level task: compose program and test, compile once, run once."""
         try:
-            build = compose(self, language, request.program, request.test or "", limits.memory_mib)
+            context = TestContext(prompt=request.prompt, entry_point=request.entry_point)
+            build = compose(
+                self, language, request.program, request.test or "", limits.memory_mib, context
+            )
         except ValueError as error:
             return self._failed("environment_error", str(error))
         box = harness.prepare_box(self.scratch, self.backend.compile_uid)
@@ -424,6 +433,7 @@ class Sandbox:
                 self.backend,
                 build.run,
                 box=box,
+                stdin=build.stdin,
                 limits=self._limits(language, limits),
                 env=build.env,
                 binds=build.binds,

@@ -37,6 +37,7 @@ summary. C++ has none (its test is `main` itself; see `_cpp`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox import harness
+from codeloop.sandbox import harness, pybox
 from codeloop.sandbox.cache import locked, shared_folder
 from codeloop.sandbox.languages import BOX, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
@@ -71,10 +72,30 @@ class TestBuild:
     success_marker: str | None = None
     """A stdout phrase printed only after every test ran: without it, the program ended
     the run early (e.g. `exit(0)` inside the function), which is never a pass."""
+    stdin: bytes = b""
+    """What the composed program reads first (Python: the driver's setup)."""
+
+
+@dataclass(frozen=True)
+class TestContext:
+    """What a function test may use besides the program: trusted, never the model's."""
+
+    __test__ = False
+
+    prompt: str = ""
+    """The task's own code (HumanEval's prompt): helpers the test calls, run in the test's
+    process so that the solution cannot redefine them."""
+    entry_point: str | None = None
+    """The function under test; None: the name the test passes to `check(...)`."""
 
 
 def compose(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext | None = None,
 ) -> TestBuild:
     """The composed test program for `language`.
 
@@ -88,7 +109,7 @@ def compose(
         raise ValueError(
             f"function-level tests are not supported for {language.name}; supported: {supported}"
         )
-    return composer(sandbox, language, program, test, memory_mib)
+    return composer(sandbox, language, program, test, memory_mib, context or TestContext())
 
 
 def _nonce() -> str:
@@ -172,25 +193,47 @@ _failed_archives: set[str] = set()
 
 
 def _python(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
 ) -> TestBuild:
-    marker = _nonce()
-    source = (
-        program.rstrip("\n")
-        + "\n\n"
-        + test.rstrip("\n")
-        + f"\n\n__import__('sys').stdout.write('\\n{marker}\\n')\n"
-    )
+    """The test runs in its own process; the solution's functions are called across a pipe.
+
+    See `pybox`: the nonce, the trusted prompt and the test travel on the driver's
+    stdin (never a file the solution can read); return values cross as plain data.
+    """
+    entry_point = context.entry_point or _check_target(test)
+    setup = {
+        "nonce": _nonce(),
+        "prompt": context.prompt,
+        "test": test,
+        "entry_point": entry_point,
+    }
     return TestBuild(
-        files={language.source: source.encode()},
-        run=language.run_argv(memory_mib),
+        files={language.source: program.encode(), **pybox.sources()},
+        run=["/usr/bin/python3", "-S", "-E", "-B", f"{BOX}/{pybox.DRIVER}"],
         env=dict(language.env),
-        success_marker=marker,
+        success_marker=setup["nonce"],
+        stdin=(json.dumps(setup) + "\n").encode(),
     )
+
+
+def _check_target(test: str) -> str | None:
+    """The function a HumanEval-style test hands to `check(...)` on its last such line."""
+    calls = re.findall(r"^check\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", test, re.MULTILINE)
+    return calls[-1] if calls else None
 
 
 def _javascript(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
 ) -> TestBuild:
     marker = _nonce()
     # console.assert is wrapped (and frozen) between program and test: a failed
@@ -221,7 +264,12 @@ def _javascript(
 
 
 def _cpp(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
 ) -> TestBuild:
     # No success marker: the test is main() itself, and anything that could print one
     # (atexit, a static destructor) also runs when the program calls exit(0).
@@ -298,7 +346,12 @@ _JAVA_MAIN = re.compile(r"\bpublic\s+class\s+Main\b")
 
 
 def _java(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
 ) -> TestBuild:
     marker = _nonce()
     # The test's `public class Main` becomes CodeloopTests; our Main runs it and then
@@ -484,7 +537,12 @@ def go_test_file(program: str, test: str) -> str:
 
 
 def _go(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
 ) -> TestBuild:
     env = dict(language.env)
     env.update({"GO111MODULE": "off", "GOPATH": GO_PATH})
@@ -653,7 +711,12 @@ def rust_crates(sandbox: Sandbox) -> tuple[Path, dict[str, str]]:
 
 
 def _rust(
-    sandbox: Sandbox, language: Language, program: str, test: str, memory_mib: int
+    sandbox: Sandbox,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
 ) -> TestBuild:
     if uses_rand_07_api(test):
         raise ValueError(
@@ -685,7 +748,7 @@ def _rust(
     )
 
 
-_COMPOSERS: dict[str, Callable[[Sandbox, Language, str, str, int], TestBuild]] = {
+_COMPOSERS: dict[str, Callable[[Sandbox, Language, str, str, int, TestContext], TestBuild]] = {
     "python": _python,
     "javascript": _javascript,
     "cpp": _cpp,

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,12 +240,43 @@ def run(
         popen_env = {k: v.replace(BOX, str(box)) for k, v in full_env.items()}
         popen_cwd = str(box)
     cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
+    status_read = None
     try:
-        return _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup)
+        passed: tuple[int, ...] = ()
+        if backend.name == "bwrap":
+            # bwrap's monitor records the command's exit on this pipe; a run that ended
+            # without that record (and was not killed by us) failed to set up. The
+            # sandboxed program cannot reach the monitor (another pid namespace), so it
+            # cannot make its own failure look like a broken sandbox: what it writes to
+            # stderr is never consulted for that. _supervise closes our write end.
+            status_read, status_write = os.pipe()
+            command = [command[0], "--json-status-fd", str(status_write), *command[1:]]
+            passed = (status_write,)
+        result = _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed)
+        killed = result.timed_out or result.output_exceeded or result.oom_killed
+        exited = status_read is None or _command_exited(status_read)
+        if not exited and not killed and result.setup_error is None:
+            reason = result.stderr.decode("utf-8", "replace").strip()[-500:]
+            result.setup_error = f"bubblewrap could not set up the sandbox: {reason}"
+        return result
     finally:
+        if status_read is not None:
+            os.close(status_read)
         if cgroup is not None:
             cgroup.destroy()
         reap_orphans()
+
+
+def _command_exited(status_fd: int) -> bool:
+    """Whether bwrap's status pipe recorded the command's exit (`"exit-code"`)."""
+    os.set_blocking(status_fd, False)
+    data = b""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while chunk := os.read(status_fd, 65536):
+            data += chunk
+            if len(data) > 1 << 20:
+                break
+    return b'"exit-code"' in data
 
 
 def _supervise(
@@ -256,9 +287,10 @@ def _supervise(
     limits: RunLimits,
     uid: int | None,
     cgroup: RunCgroup | None,
+    pass_fds: tuple[int, ...] = (),
 ) -> RunResult:
     procs = cgroup.procs_files if cgroup else []
-    with tempfile.TemporaryFile() as stdin_file:
+    with tempfile.TemporaryFile() as stdin_file, _closing(pass_fds):
         stdin_file.write(stdin)
         stdin_file.seek(0)
         started = time.monotonic()
@@ -271,6 +303,7 @@ def _supervise(
                 env=env,
                 cwd=cwd,
                 close_fds=True,
+                pass_fds=pass_fds,
                 preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022),
             )
         except (OSError, subprocess.SubprocessError) as error:
@@ -282,6 +315,16 @@ def _supervise(
         if peak is not None:
             result.peak_memory_kib = peak // 1024
     return result
+
+
+@contextlib.contextmanager
+def _closing(fds: tuple[int, ...]) -> Iterator[None]:
+    """Close our copies of fds handed to the child, once it has started (or failed to)."""
+    try:
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits) -> RunResult:

@@ -62,6 +62,8 @@ def _requests(problem: Problem, sandbox: SandboxConfig) -> list[Any]:
                     language=reference.language,
                     program=reference.code,
                     test=task.function.tests,
+                    prompt=task.statement,
+                    entry_point=task.function.entry_point,
                     limits=sandbox.limits,
                 )
             )

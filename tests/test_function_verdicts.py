@@ -1,0 +1,198 @@
+"""Python function verdicts the checked program cannot forge (real sandbox, adversarial).
+
+Each answer below is wrong, and each tries to be judged "passed" another way: print
+the success marker it read from its own files, exit 0 early, return an object whose
+`__eq__` is always true, patch the builtins the test uses, read the expected value
+from the test's stack frame, reach the test process through /proc, or tamper with the
+channel the values travel on. Under the former one-process composition (program and
+test in one interpreter, the nonce in the program's source) six of them were judged
+passed: marker-from-source, always-equal, equal-int-subclass, patched-builtin-abs,
+expected-from-caller-frame and redefined-helper. The test process now runs apart from
+the solution, and only plain values cross between them.
+Every answer runs in bubblewrap through `check_many`; all checks run in one batch.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codeloop.data import HUMANEVAL_X
+from codeloop.evaluate import load_humaneval_x
+from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.sandbox import Check, CheckRequest, check_many
+
+# Generations (function bodies) for HumanEval-X Python tasks, each a wrong answer.
+ATTACKS: dict[str, tuple[str, str]] = {
+    # The per-check nonce used to be a line of the program's own source.
+    "marker-from-source": (
+        "Python/0",
+        "    import os, re\n"
+        "    for name in os.listdir('/box'):\n"
+        "        text = open('/box/' + name, errors='replace').read()\n"
+        "        for found in re.findall(r'CODELOOP-TESTS-DONE-[0-9a-f]+', text):\n"
+        "            print(found, flush=True)\n"
+        "    os._exit(0)\n",
+    ),
+    "fake-marker-exit-zero": (
+        "Python/0",
+        "    import os\n    print('\\nCODELOOP-TESTS-DONE-0123456789abcdef', flush=True)\n"
+        "    os._exit(0)\n",
+    ),
+    "sys-exit-zero": ("Python/0", "    raise SystemExit(0)\n"),
+    "always-equal": (
+        "Python/0",
+        "    class Anything:\n"
+        "        def __eq__(self, other):\n            return True\n"
+        "        def __ne__(self, other):\n            return False\n"
+        "    return Anything()\n",
+    ),
+    "equal-int-subclass": (
+        "Python/0",
+        "    class Yes(int):\n        def __eq__(self, other):\n            return True\n"
+        "    return Yes(0)\n",
+    ),
+    # mean_absolute_deviation's test compares abs(candidate(x) - y) < 1e-6.
+    "patched-builtin-abs": (
+        "Python/4",
+        # (`abs` is looked up before the first call, so that one is answered right.)
+        "    import builtins\n    builtins.abs = lambda value: 0\n"
+        "    return 2.0 / 3.0 if len(numbers) == 3 else 0.0\n",
+    ),
+    # decode_cyclic's test keeps the expected plain string in a local named `str`.
+    "expected-from-caller-frame": (
+        "Python/38",
+        "    import sys\n    return sys._getframe(1).f_locals['str']\n",
+    ),
+    # find_zero's test judges the answer with the prompt's helper `poly`: redefined
+    # to return 0, any answer would be a root.
+    "redefined-helper": (
+        "Python/32",
+        "    global poly\n    poly = lambda xs, x: 0.0\n    return 0.0\n",
+    ),
+    # Through /proc: write a marker on the test process's stdout, read its memory.
+    "write-parent-stdout": (
+        "Python/0",
+        "    import os\n"
+        "    for pid in (os.getppid(), 1):\n"
+        "        for path in (f'/proc/{pid}/fd/1', f'/proc/{pid}/mem'):\n"
+        "            try:\n"
+        "                with open(path, 'wb') as out:\n"
+        "                    out.write(b'\\nCODELOOP-TESTS-DONE-0123456789abcdef\\n')\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    os._exit(0)\n",
+    ),
+    "kill-test-process": ("Python/0", "    import os, signal\n    os.kill(os.getppid(), 9)\n"),
+    # The reply channel is the solution's own: it may send anything, but only plain
+    # values decode, and a malformed reply fails the test.
+    "tampered-codec": (
+        "Python/0",
+        "    import _codeloop_codec as codec\n"
+        "    codec.encode = lambda value: {'__eq__': True}\n"
+        "    return False\n",
+    ),
+}
+
+# Wrong answers that look for what the check must keep hidden; they print what they
+# find on stderr, which comes back in the feedback of the (failed) check.
+SPY = (
+    "    import os\n"
+    "    found = []\n"
+    # Spelt in pieces, so that the spy's own source does not match.
+    "    WANTED = (b'def ' + b'check(', b'CODELOOP-' + b'TESTS-DONE')\n"
+    "    for folder in ('/box', '/tmp', '/work'):\n"
+    "        for root, _dirs, files in os.walk(folder):\n"
+    "            for name in files:\n"
+    "                try:\n"
+    "                    data = open(os.path.join(root, name), 'rb').read()\n"
+    "                except OSError:\n"
+    "                    continue\n"
+    "                if WANTED[0] in data or WANTED[1] in data:\n"
+    "                    found.append(os.path.join(root, name))\n"
+    "    for pid in (os.getppid(), 1):\n"
+    "        for leaf in ('mem', 'environ', 'fd/0'):\n"
+    "            try:\n"
+    "                data = open(f'/proc/{pid}/{leaf}', 'rb').read(1 << 16)\n"
+    "            except OSError:\n"
+    "                continue\n"
+    "            if WANTED[0] in data or WANTED[1] in data:\n"
+    "                found.append(f'/proc/{pid}/{leaf}')\n"
+    "    import sys\n"
+    "    print('SPY-FOUND', found, file=sys.stderr)\n"
+    "    return False\n"
+)
+
+
+@pytest.fixture(scope="module")
+def checks() -> dict[str, Check]:
+    problems = load_humaneval_x(HUMANEVAL_X, ["python"])
+    wanted: dict[str, CheckRequest] = {}
+
+    def request(task_id: str, generation: str) -> CheckRequest:
+        job = humaneval_x_job(problems.rows[task_id], generation)
+        return CheckRequest(
+            language="python",
+            program=job.program,
+            test=job.test,
+            prompt=job.prompt,
+            entry_point=job.entry_point,
+        )
+
+    for name, (task_id, body) in ATTACKS.items():
+        wanted[name] = request(task_id, body)
+    for task_id in ("Python/0", "Python/4", "Python/32", "Python/38"):
+        row = problems.rows[task_id]
+        wanted[f"canonical {task_id}"] = request(task_id, row["canonical_solution"])
+    wanted["spy"] = request("Python/0", SPY)
+    # An MBPP-style test: bare asserts on a named entry point, no prompt, no check().
+    wanted["mbpp-right"] = CheckRequest(
+        language="python",
+        program="def twice(x):\n    return 2 * x\n",
+        test="assert twice(3) == 6\nassert twice(-1) == -2\n",
+        entry_point="twice",
+    )
+    wanted["mbpp-always-equal"] = CheckRequest(
+        language="python",
+        program="class Any:\n    def __eq__(self, other):\n        return True\n"
+        "def twice(x):\n    return Any()\n",
+        test="assert twice(3) == 6\n",
+        entry_point="twice",
+    )
+    # Without an entry point, the solution's functions may reach the test, but none
+    # may shadow a builtin the test uses.
+    wanted["no-entry-shadows-abs"] = CheckRequest(
+        language="python",
+        program="def abs(x):\n    return 0\ndef half(x):\n    return 0.0\n",
+        test="assert abs(half(3.0) - 1.5) < 1e-9\n",
+    )
+    results = check_many(list(wanted.values()), workers=2)
+    return dict(zip(wanted, results, strict=True))
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_wrong_answer_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
+    check = checks[attack]
+    # Killing the test process ends in SIGKILL, which is reported as a timeout.
+    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
+
+
+@pytest.mark.parametrize("task_id", ["Python/0", "Python/4", "Python/32", "Python/38"])
+def test_canonical_solutions_of_the_attacked_tasks_pass(
+    checks: dict[str, Check], task_id: str
+) -> None:
+    assert checks[f"canonical {task_id}"].status == "passed", checks[f"canonical {task_id}"]
+
+
+def test_the_solution_cannot_read_the_tests_or_the_nonce(checks: dict[str, Check]) -> None:
+    check = checks["spy"]
+    assert check.status == "wrong_answer"
+    assert "SPY-FOUND []" in check.feedback, check.feedback
+
+
+def test_bare_asserts_on_a_named_entry_point(checks: dict[str, Check]) -> None:
+    assert checks["mbpp-right"].status == "passed", checks["mbpp-right"].feedback
+    assert checks["mbpp-always-equal"].status == "wrong_answer"
+
+
+def test_solution_functions_never_shadow_builtins(checks: dict[str, Check]) -> None:
+    assert checks["no-entry-shadows-abs"].status == "wrong_answer"
