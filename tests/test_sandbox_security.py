@@ -6,7 +6,10 @@ sandbox enforces small limits, and the test process adds its own timeouts.
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -207,3 +210,86 @@ def test_a_sandbox_that_cannot_be_set_up_is_an_environment_error() -> None:
         harness.remove_box(box)
     assert result.setup_error is not None
     assert "bubblewrap could not set up the sandbox" in result.setup_error
+
+
+SYSCALL = (
+    "import ctypes, os\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "result = libc.syscall({args})\n"
+    "print(result, ctypes.get_errno())\n"
+)
+
+
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        # keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0): keys are not
+        # namespaced, so a program could read or plant keys that outlive its check.
+        ("keyctl", "250, 0, ctypes.c_long(-3), 0"),
+        ("add_key", "248, b'user', b'planted', b'x', 1, ctypes.c_long(-3)"),
+        # unshare(CLONE_NEWUSER): no nested user namespace (and with it, capabilities).
+        ("unshare-user", "272, 0x10000000"),
+        ("ptrace-traceme", "101, 0, 0, 0, 0"),
+        ("bpf", "321, 0, 0, 0"),
+    ],
+)
+def test_system_calls_no_program_needs_are_denied(name: str, args: str) -> None:
+    check = run_python(SYSCALL.format(args=args))
+    assert check.status == "wrong_answer", check.feedback
+    got = check.feedback.split("Your output:\n")[1].split()
+    assert got[:2] == ["-1", "1"], (name, got)  # EPERM
+
+
+def test_dev_shm_is_size_limited() -> None:
+    program = (
+        "written = 0\n"
+        "try:\n"
+        "    with open('/dev/shm/fill', 'wb') as f:\n"
+        "        while written < (256 << 20):\n"
+        "            f.write(b'x' * (1 << 20))\n"
+        "            written += 1 << 20\n"
+        "except OSError as error:\n"
+        "    print('stopped', error.errno, written >> 20)\n"
+    )
+    check = run_python(program)
+    got = check.feedback.split("Your output:\n")[1].split()
+    assert got[:2] == ["stopped", "28"], check.feedback  # ENOSPC
+    assert int(got[2]) <= LIMITS.workdir_mib
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="run uids are only set when the harness is root")
+def test_two_processes_never_share_a_run_uid() -> None:
+    # Two codeloop processes (two sessions, or a session and `codeloop eval`) each
+    # have a worker 0: their programs must still run as different uids.
+    claim = (
+        "import sys\nfrom codeloop.sandbox import harness\n"
+        "print(harness.make_backend('bwrap', 0).run_uid, flush=True)\nsys.stdin.read()\n"
+    )
+    holders = [
+        subprocess.Popen(
+            [sys.executable, "-c", claim], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    try:
+        uids = [int(holder.stdout.readline()) for holder in holders]  # type: ignore[union-attr]
+    finally:
+        for holder in holders:
+            holder.communicate("", timeout=30)
+    assert uids[0] != uids[1], uids
+    assert all(harness.RUN_UID_BASE <= uid < harness.RUN_UID_BASE + 256 for uid in uids)
+
+
+def test_oversized_programs_are_refused_before_anything_parses_them() -> None:
+    padding = "#" + "x" * 1023 + "\n"
+    check = run_python("print('contained')\n" + padding * 300)  # 300 KiB, right output
+    assert check.status == "compile_error"
+    assert "at most" in check.feedback
+    go = check_program(
+        "go",
+        'package main\nimport "fmt"\nfunc main() { fmt.Println("contained") }\n'
+        + ("// " + 'import ("os"' * 80 + "\n") * 1200,
+        ONE_CASE,
+        limits=LIMITS,
+    )
+    assert go.status == "compile_error" and "at most" in go.feedback

@@ -58,6 +58,35 @@ def locked(name: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+_claimed: dict[int, tuple[int, object]] = {}
+"""worker -> (slot, its open lock file), held by this process until it exits."""
+
+
+def claim_slot(worker: int, slots: int) -> int:
+    """A slot number no other live process holds, kept until this process exits.
+
+    Sandboxed programs run as RUN_UID_BASE + slot: two codeloop processes on one
+    machine (two sessions, a session and `codeloop eval`) never share a run uid, so
+    one's programs cannot signal, ptrace or wait on the other's, and clean-up by uid
+    never touches the other's processes. The kernel drops an flock when its holder
+    dies, so a crashed process frees its slot.
+    """
+    if worker in _claimed:
+        return _claimed[worker][0]
+    folder = cache_root() / "uid-slots"
+    folder.mkdir(parents=True, exist_ok=True)
+    for slot in range(slots):
+        handle = open(folder / f"{slot}.lock", "w")  # noqa: SIM115 - held for life
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        _claimed[worker] = (slot, handle)
+        return slot
+    raise RuntimeError(f"all {slots} sandbox uid slots are taken by other processes")
+
+
 def compile_key(language: str, toolchain: str, argv: list[str], files: dict[str, bytes]) -> str:
     """The cache key of one compilation."""
     hashes = {name: sha256_bytes(data) for name, data in sorted(files.items())}
@@ -66,11 +95,36 @@ def compile_key(language: str, toolchain: str, argv: list[str], files: dict[str,
     )
 
 
-class CompileCache:
-    """Artifacts and outcomes of earlier compilations, keyed by `compile_key`."""
+DEFAULT_COMPILE_CACHE_MIB = 2048
+"""Size cap of the compile cache; CODELOOP_COMPILE_CACHE_MIB overrides it."""
+_PRUNE_EVERY = 32
+"""Saves between two size scans (a scan walks the whole cache)."""
 
-    def __init__(self, root: Path | None = None) -> None:
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the regular files under `folder` (symlinks not followed)."""
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file() and not path.is_symlink():
+                total += path.stat().st_size
+    return total
+
+
+class CompileCache:
+    """Artifacts and outcomes of earlier compilations, keyed by `compile_key`.
+
+    Bounded: every few saves the cache is measured, and when it is over its cap the
+    least recently used entries (a hit refreshes an entry's time) are removed until
+    it is under 80% of the cap. Every HumanEval-X sample of a run is a new entry, so
+    an unbounded cache would grow with every evaluation.
+    """
+
+    def __init__(self, root: Path | None = None, cap_mib: int | None = None) -> None:
         self.root = (root or cache_root()) / "compile"
+        env = os.environ.get("CODELOOP_COMPILE_CACHE_MIB")
+        self.cap_bytes = (cap_mib or int(env or DEFAULT_COMPILE_CACHE_MIB)) << 20
+        self._saves = 0
 
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / key
@@ -83,7 +137,12 @@ class CompileCache:
         except (OSError, ValueError):
             return None
         if outcome.get("ok"):
-            shutil.copytree(entry / "box", box, symlinks=True, dirs_exist_ok=True)
+            try:
+                shutil.copytree(entry / "box", box, symlinks=True, dirs_exist_ok=True)
+            except (OSError, shutil.Error):
+                return None  # evicted while we read it: compile again
+        with contextlib.suppress(OSError):
+            os.utime(entry / "outcome.json")  # recently used: evicted last
         return outcome
 
     def save(self, key: str, box: Path, outcome: dict) -> None:
@@ -101,3 +160,35 @@ class CompileCache:
             os.rename(temp, entry)
         except OSError:
             shutil.rmtree(temp, ignore_errors=True)
+        self._saves += 1
+        if self._saves % _PRUNE_EVERY == 1:
+            self.prune()
+
+    def prune(self) -> int:
+        """Remove least recently used entries while over the cap; returns bytes freed."""
+        entries = []
+        total = 0
+        for entry in self.root.glob("??/*"):
+            if entry.name.startswith(".tmp-"):
+                continue
+            size = folder_bytes(entry)
+            try:
+                used = (entry / "outcome.json").stat().st_mtime
+            except OSError:
+                used = 0.0
+            entries.append((used, size, entry))
+            total += size
+        if total <= self.cap_bytes:
+            return 0
+        freed = 0
+        with locked("compile-prune"):
+            for _used, size, entry in sorted(entries, key=lambda item: item[0]):
+                if total - freed <= self.cap_bytes * 0.8:
+                    break
+                # Renamed first, so that a reader never copies half an entry.
+                doomed = entry.with_name(f".tmp-evict-{entry.name}")
+                with contextlib.suppress(OSError):
+                    os.rename(entry, doomed)
+                    shutil.rmtree(doomed, ignore_errors=True)
+                    freed += size
+        return freed

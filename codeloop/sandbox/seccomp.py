@@ -1,0 +1,97 @@
+"""A seccomp filter for sandboxed programs: system calls no checked program needs.
+
+bubblewrap loads it (`--seccomp FD`) right before it executes the command. Denied
+calls fail with EPERM rather than killing the process, so a program that probes for
+them gets an ordinary error. What is denied, and why:
+- the kernel keyring (`add_key`, `request_key`, `keyctl`): keys are not namespaced;
+  a program could read or plant keys that outlive the check;
+- `ptrace`, `process_vm_readv`/`writev`: no program under test debugs another (the
+  Python test process is also non-dumpable, see `pybox`);
+- `unshare`, `setns`, `mount`, `umount2`, `pivot_root`: no nested namespaces or
+  mounts (bwrap's `--disable-userns` covers user namespaces as well);
+- `bpf`, `perf_event_open`, `userfaultfd`, `io_uring_*`, `open_by_handle_at`,
+  kexec, module loading, `syslog`, `acct`, `swapon`/`swapoff`, `reboot`:
+  kernel attack surface no program needs;
+and every call made through another ABI (x32, or i386 via `int 0x80`), whose
+numbers this list would not match.
+
+The filter is written for x86-64; on other machines no filter is loaded and
+`available()` says so (the rest of the sandbox still applies).
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+EPERM = 1
+
+DENIED_X86_64 = {
+    "ptrace": 101,
+    "syslog": 103,
+    "pivot_root": 155,
+    "acct": 163,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "init_module": 175,
+    "delete_module": 176,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "unshare": 272,
+    "perf_event_open": 298,
+    "open_by_handle_at": 304,
+    "setns": 308,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "finit_module": 313,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+}
+
+# Classic BPF opcodes (linux/filter.h).
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_RET_K = 0x06
+
+
+def available() -> bool:
+    """Whether this machine gets the filter (x86-64 only)."""
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def _op(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def program() -> bytes:
+    """The filter as raw `struct sock_filter` records, the format bwrap reads."""
+    deny = SECCOMP_RET_ERRNO | EPERM
+    numbers = sorted(DENIED_X86_64.values())
+    ops = [
+        _op(_LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
+        _op(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+        _op(_RET_K, 0, 0, deny),  # another ABI (i386 through int 0x80)
+        _op(_LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
+        _op(_JGE_K, 0, 1, X32_SYSCALL_BIT),
+        _op(_RET_K, 0, 0, deny),  # the x32 ABI
+    ]
+    for index, number in enumerate(numbers):
+        # Equal: jump to the deny at the end; otherwise test the next number.
+        ops.append(_op(_JEQ_K, len(numbers) - index, 0, number))
+    ops.append(_op(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    ops.append(_op(_RET_K, 0, 0, deny))
+    return b"".join(ops)
