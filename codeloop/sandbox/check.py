@@ -453,12 +453,14 @@ class Sandbox:
                 limits=self._limits(language, limits),
                 env=build.env,
                 binds=build.binds,
+                partner=build.partner,
             )
         finally:
             harness.remove_box(box)
         status = _run_status(language, run)
         stderr = _decode(run.stderr)
-        if status == "runtime_error" and _parse_error(language, run):
+        syntax = build.syntax_exit is not None and run.exit_code == build.syntax_exit
+        if status == "runtime_error" and (syntax or _parse_error(language, run)):
             status = "compile_error"
         elif status == "runtime_error" or (
             status is None and any(marker in stderr for marker in build.failure_markers)

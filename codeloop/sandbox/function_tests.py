@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox import harness, pybox
+from codeloop.sandbox import harness, jsbox, pybox
 from codeloop.sandbox.cache import locked, shared_folder
 from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
@@ -74,6 +74,10 @@ class TestBuild:
     the run early (e.g. `exit(0)` inside the function), which is never a pass."""
     stdin: bytes = b""
     """What the composed program reads first (Python: the driver's setup)."""
+    partner: list[str] | None = None
+    """A second command in a sandbox of its own (the solution's process; see jsbox)."""
+    syntax_exit: int | None = None
+    """An exit code by which the (trusted) test process says the program did not parse."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +239,26 @@ def _javascript(
     memory_mib: int,
     context: TestContext,
 ) -> TestBuild:
+    entry_point = context.entry_point or _javascript_entry(context.prompt)
+    if entry_point:
+        setup = {
+            "nonce": _nonce(),
+            "prompt": context.prompt,
+            "test": test,
+            "entry_point": entry_point,
+        }
+        node = language.run_argv(memory_mib)[:-1]  # node and its flags, without the file
+        return TestBuild(
+            files={language.source: program.encode(), **jsbox.sources()},
+            run=[*node, f"{BOX}/{jsbox.DRIVER}", "{requests}", "{replies}"],
+            partner=[*node, f"{BOX}/{jsbox.SERVER}", "{requests}", "{replies}"],
+            env=dict(language.env),
+            success_marker=setup["nonce"],
+            stdin=json.dumps(setup).encode(),
+            syntax_exit=3,
+        )
+    # Without a named entry point the program and test share one process, where the
+    # program can forge the verdict (kept for raw `codeloop check` of a JS test).
     marker = _nonce()
     # console.assert is wrapped (and frozen) between program and test: a failed
     # assertion withholds the marker even if the program silenced console.assert.
@@ -261,6 +285,19 @@ def _javascript(
         failure_markers=("Assertion failed",),
         success_marker=marker,
     )
+
+
+def _javascript_entry(prompt: str) -> str | None:
+    """The function a HumanEval-X JavaScript prompt leaves open: its last declaration."""
+    found = re.findall(
+        r"^(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=|^function\s+([A-Za-z_$][\w$]*)",
+        prompt,
+        re.MULTILINE,
+    )
+    if not found:
+        return None
+    last = found[-1]
+    return last[0] or last[1]
 
 
 def _cpp(

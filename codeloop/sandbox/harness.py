@@ -42,6 +42,8 @@ RUN_UID_BASE = 61000
 """Programs run as uid RUN_UID_BASE + a slot their worker process claimed (only when the
 harness is root); RUN_UID_SLOTS slots, so no two live workers share a uid."""
 RUN_UID_SLOTS = 256
+_PARTNER = 1 << 16
+"""Offset of the slot keys of partner sandboxes (a second uid per worker)."""
 COMPILE_UID = 60999
 """Compilers run as this uid, which owns the shared compiler caches."""
 _PR_SET_PDEATHSIG = 1
@@ -98,6 +100,8 @@ class Backend:
     cgroups: CgroupManager
     run_uid: int | None = None
     compile_uid: int | None = None
+    partner_uid: int | None = None
+    """The uid of a partner sandbox (the solution's process of a two-process test)."""
 
     def describe(self) -> str:
         who = f"uid {self.run_uid}" if self.run_uid is not None else "the calling user"
@@ -120,6 +124,7 @@ def make_backend(name: str, worker: int) -> Backend:
         name=name,
         cgroups=CgroupManager(f"w{os.getpid()}-{worker}"),
         run_uid=RUN_UID_BASE + claim_slot(worker, RUN_UID_SLOTS) if root else None,
+        partner_uid=RUN_UID_BASE + claim_slot(_PARTNER + worker, RUN_UID_SLOTS) if root else None,
         compile_uid=COMPILE_UID if root else None,
     )
 
@@ -231,11 +236,38 @@ def run(
     compile_step: bool = False,
     env: dict[str, str] | None = None,
     binds: Sequence[tuple[str, str, bool]] = (),
+    partner: Sequence[str] | None = None,
 ) -> RunResult:
-    """Run `argv` in the sandbox with `box` mounted at /box (writable only to compile)."""
+    """Run `argv` in the sandbox with `box` mounted at /box (writable only to compile).
+
+    `partner`: a second command, started first in a sandbox of its own (own uid, pid
+    namespace and cgroup) and killed when `argv` ends; the two talk over two pipes
+    only. `{requests}` and `{replies}` in either argv become the fd numbers of each
+    side's ends (argv writes requests and reads replies). This is how a test process
+    stays out of reach of the solution it calls (see `jsbox`).
+    """
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
+    if partner is not None:
+        return _run_with_partner(
+            backend, argv, partner, box=box, stdin=stdin, limits=limits, env=env, binds=binds
+        )
+    return _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
+
+
+def _run_own(
+    backend: Backend,
+    argv: Sequence[str],
+    box: Path,
+    stdin: bytes,
+    limits: RunLimits,
+    env: dict[str, str] | None,
+    binds: Sequence[tuple[str, str, bool]],
+    extra_fds: tuple[int, ...],
+    compile_step: bool = False,
+) -> RunResult:
+    """`run` without a partner; `extra_fds` are handed to the command (and closed here)."""
     full_env = _base_env(env or {})
     uid = backend.compile_uid if compile_step else backend.run_uid
     cwd = BOX if compile_step else "/work"
@@ -251,7 +283,7 @@ def run(
     cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
     status_read = None
     try:
-        passed: tuple[int, ...] = ()
+        passed: tuple[int, ...] = extra_fds
         if backend.name == "bwrap":
             # bwrap's monitor records the command's exit on this pipe; a run that ended
             # without that record (and was not killed by us) failed to set up. The
@@ -260,7 +292,7 @@ def run(
             # stderr is never consulted for that. _supervise closes our write end.
             status_read, status_write = os.pipe()
             extra = ["--json-status-fd", str(status_write)]
-            passed = (status_write,)
+            passed += (status_write,)
             if seccomp.available():
                 filter_fd = _pipe_holding(seccomp.program())
                 extra += ["--seccomp", str(filter_fd)]
@@ -276,6 +308,70 @@ def run(
     finally:
         if status_read is not None:
             os.close(status_read)
+        if cgroup is not None:
+            cgroup.destroy()
+        reap_orphans()
+
+
+def _run_with_partner(
+    backend: Backend,
+    argv: Sequence[str],
+    partner: Sequence[str],
+    *,
+    box: Path,
+    stdin: bytes,
+    limits: RunLimits,
+    env: dict[str, str] | None,
+    binds: Sequence[tuple[str, str, bool]],
+) -> RunResult:
+    if backend.name != "bwrap":
+        return RunResult(None, None, b"", b"", 0.0, setup_error="a partner needs bubblewrap")
+    requests_read, requests_write = os.pipe()
+    replies_read, replies_write = os.pipe()
+    own = {"requests": str(requests_write), "replies": str(replies_read)}
+    theirs = {"requests": str(requests_read), "replies": str(replies_write)}
+    full_env = _base_env(env or {})
+    command = [
+        *_bind_args(box, False, limits, binds, full_env, "/work"),
+        *[part.format(**theirs) for part in partner],
+    ]
+    if seccomp.available():
+        filter_fd = _pipe_holding(seccomp.program())
+        command = [command[0], "--seccomp", str(filter_fd), *command[1:]]
+        passed: tuple[int, ...] = (requests_read, replies_write, filter_fd)
+    else:
+        passed = (requests_read, replies_write)
+    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
+    procs = cgroup.procs_files if cgroup else []
+    process = None
+    try:
+        with _closing(passed):
+            try:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    cwd="/",
+                    env={},
+                    close_fds=True,
+                    pass_fds=passed,
+                    preexec_fn=lambda: _child_setup(procs, limits, backend.partner_uid, 0o022),
+                )
+            except (OSError, subprocess.SubprocessError) as error:
+                for fd in (requests_write, replies_read):
+                    os.close(fd)
+                return RunResult(
+                    None, None, b"", b"", 0.0, setup_error=f"cannot start the partner: {error}"
+                )
+        own_argv = [part.format(**own) for part in argv]
+        ends = (requests_write, replies_read)
+        return _run_own(backend, own_argv, box, stdin, limits, env, binds, ends)
+    finally:
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
         if cgroup is not None:
             cgroup.destroy()
         reap_orphans()
