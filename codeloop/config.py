@@ -280,6 +280,11 @@ class ExportConfig(Section):
         "inference prompt; 'contract', the same without the worked example turn (what "
         "the example teaches is distilled into the weights; bench/train_prompt.py).",
     )
+    allow_replay_answers: bool = Field(
+        False,
+        description="Train on answers of the replay engine (saved text no model of this "
+        "session wrote): for tests only; otherwise export refuses them.",
+    )
     min_examples: int = Field(20, gt=0, description="Rows needed before training is allowed.")
     min_per_language: int = Field(1, ge=0, description="Rows needed in every configured language.")
     max_length: int = Field(
@@ -331,7 +336,10 @@ class AuditConfig(Section):
         "in the package, 'hub' the Hugging Face dataset.",
     )
     limit: int | None = Field(
-        None, gt=0, description="Use at most this many tasks of each suite (unset: all of them)."
+        None,
+        gt=0,
+        description="Use at most this many tasks of each suite (unset: all of them); a "
+        "smaller audit is a smoke test, and the decision says so.",
     )
 
 

@@ -42,6 +42,7 @@ audit_every = 1
 max_phase_restarts = 50
 
 [export]
+allow_replay_answers = true
 replay_per_language = 8
 min_examples = 2
 min_per_language = 0

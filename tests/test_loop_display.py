@@ -21,8 +21,9 @@ from codeloop import config as session_config
 from codeloop import store
 from codeloop.loop import cli as loop_cli
 from codeloop.loop import display
+from codeloop.loop.audit import suite
 from codeloop.loop.collect import summary
-from codeloop.loop.common import PHASES
+from codeloop.loop.common import PHASES, Round
 from codeloop.loop.launcher import Launcher, LiveView
 from codeloop.loop.phases import run_phase
 
@@ -139,10 +140,19 @@ def v(number: int, language: str, *indexes: int) -> set[str]:
 
 
 def audited(folder: Path, parent: int, candidate: int) -> None:
-    """The two audit summaries of a due audit (4 Python tasks), as audit.run writes them."""
+    """The two audit summaries of a due audit (4 Python tasks), as audit.run writes them;
+    the recorded sizes are the real suite's (the config's audit.limit is 4)."""
     audit_tasks = tasks("test", {"python": 4}, 0)
+    paths = store.SessionPaths(folder.parent)
+    r = Round(paths, session_config.load(paths.config), int(folder.name.split("-")[1]))
+    declared = len(suite(r, "curriculum-test"))
     store.write_json(
-        folder / "audit-tasks.json", {"suites": ["curriculum-test"], "tasks": audit_tasks}
+        folder / "audit-tasks.json",
+        {
+            "suites": ["curriculum-test"],
+            "sizes": [{"name": "curriculum-test", "declared": declared, "used": 4}],
+            "tasks": audit_tasks,
+        },
     )
     binding = {"datasets": {"suites": ["curriculum-test"]}, "model": "m", "engine": "replay"}
     for phase, passed in (("audit-parent", parent), ("audit-candidate", candidate)):
@@ -169,6 +179,7 @@ def session(tmp_path: Path) -> store.SessionPaths:
         ["python", "javascript"],
         gate="min_net_gain = 3\n",
         round="audit_every = 1000\n",
+        audit='suites = ["curriculum-test"]\nlimit = 4\n',
     )
     # Round 1: python gains 2; javascript gains 1 and loses 1. Net +2 < 3: not promising.
     folder = trained_round(

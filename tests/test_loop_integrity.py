@@ -201,8 +201,8 @@ def test_contract_conversation_trains_without_the_worked_example(session: Path) 
 
     config = session / "config.toml"
     text = config.read_text()
-    assert "[export]\n" in text
-    config.write_text(text.replace("[export]\n", '[export]\nconversation = "contract"\n', 1))
+    assert 'conversation = "recipe"' in text  # the saved config spells out every field
+    config.write_text(text.replace('conversation = "recipe"', 'conversation = "contract"', 1))
     folder = forget(session, "export")
     run_phase(session, 1, "export")
     rows = [json.loads(line) for line in (folder / "train.jsonl").read_text().splitlines()]
@@ -211,3 +211,59 @@ def test_contract_conversation_trains_without_the_worked_example(session: Path) 
         roles = [turn["role"] for turn in row["messages"]]
         assert roles == ["system", "user", "assistant"], roles
         assert recipe.WORKED_PROBLEM not in str(row["messages"])
+
+
+def _shrink_audit(folder: Path, keep: int) -> None:
+    """Cut the audit to its first `keep` tasks everywhere, consistently (rows, summaries,
+    task list and recorded sizes), as a run that audited less than declared would."""
+    tasks_file = folder / "audit-tasks.json"
+    saved = store.read(tasks_file)
+    saved["tasks"] = saved["tasks"][:keep]
+    saved["sizes"][-1]["used"] -= sum(entry["used"] for entry in saved["sizes"]) - keep
+    store.write_json(tasks_file, saved)
+    for phase in ("audit-parent", "audit-candidate"):
+        rows_file = folder / phase / "rows.json"
+        rows = store.read(rows_file)
+        rows["rows"] = rows["rows"][:keep]
+        store.write_json(rows_file, rows)
+        summary_file = folder / phase / "summary.json"
+        summary = store.read(summary_file)
+        summary["total"] = keep
+        summary["passed"] = sum(row["passed"] for row in rows["rows"])
+        store.write_json(summary_file, summary)
+
+
+def test_an_empty_audit_cannot_decide(session: Path) -> None:
+    folder = forget(session, "finish")
+    _shrink_audit(folder, 0)
+    with pytest.raises(IntegrityError, match="holds no task"):
+        run_phase(session, 1, "finish")
+
+
+def test_an_audit_smaller_than_declared_is_refused(session: Path) -> None:
+    folder = forget(session, "finish")
+    _shrink_audit(folder, len(store.read(folder / "audit-tasks.json")["tasks"]) - 1)
+    with pytest.raises(IntegrityError, match="cannot be smaller than declared"):
+        run_phase(session, 1, "finish")
+
+
+def test_a_smoke_sized_audit_says_so_in_the_decision(finished: Path) -> None:
+    folder = finished / "round-000001"
+    sizes = store.read(folder / "audit-tasks.json")["sizes"]
+    assert sizes == [{"name": "curriculum-test", "declared": sizes[0]["declared"], "used": 4}]
+    assert sizes[0]["declared"] > 4
+    finish = store.read(folder / "finish.json")
+    assert finish["comparisons"]["audit"]["smoke"] is True
+    assert f"smoke-sized audit: 4 of {sizes[0]['declared']} tasks" in finish["decision"]
+
+
+def test_replayed_answers_never_train_outside_tests(session: Path) -> None:
+    from codeloop.errors import ConfigError
+
+    config = session / "config.toml"
+    text = config.read_text()
+    assert "allow_replay_answers = true" in text
+    config.write_text(text.replace("allow_replay_answers = true", "allow_replay_answers = false"))
+    forget(session, "export")
+    with pytest.raises(ConfigError, match="no model of this session wrote"):
+        run_phase(session, 1, "export")

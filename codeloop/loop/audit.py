@@ -16,9 +16,10 @@ from codeloop.config import HumanEvalSource, HumanEvalXSource
 from codeloop.loop.collect import Collector
 from codeloop.loop.common import Round
 from codeloop.sandbox.languages import toolchain_version
-from codeloop.tasks.pool import pool_tasks
+from codeloop.tasks import curriculum
 from codeloop.tasks.schema import Task
 from codeloop.tasks.sources import open_source
+from codeloop.tasks.splits import assign_split
 
 
 def due(r: Round) -> bool:
@@ -28,11 +29,22 @@ def due(r: Round) -> bool:
     return bool(gate["promising"]) or r.number % r.config.round.audit_every == 0
 
 
-def _suite(r: Round, name: str) -> list[Task]:
+def suite(r: Round, name: str) -> list[Task]:
+    """Every task of the suite `name`, as its definition fixes them (before audit.limit).
+
+    curriculum-test is variant 0 of every curriculum family in the session's test
+    split, in every configured language: fixed by the seed, the split salt and
+    fractions and the languages, never by how much of the pool has been built.
+    """
     languages = r.config.tasks.languages
     if name == "curriculum-test":
-        tasks = [t for t in pool_tasks(r.session.root) if t.split == "test"]
-        tasks = [t for t in tasks if t.provenance.dataset.startswith("codeloop-curriculum")]
+        salt, fractions = r.config.tasks.salt, r.config.tasks.splits
+        tasks = [
+            task.with_split("test")
+            for family in curriculum.families()
+            if assign_split(f"curriculum/{family.name}", salt, fractions) == "test"
+            for task in curriculum.render_problem(family, 0, r.config.seed, languages).tasks
+        ]
     else:
         source = (
             HumanEvalSource(kind="humaneval")
@@ -43,17 +55,32 @@ def _suite(r: Round, name: str) -> list[Task]:
             source, seed=r.config.seed, languages=languages, where=f"audit.suites ({name})"
         )
         tasks = [task.with_split("test") for p in opened.problems() for task in p.tasks]
-    return tasks[: r.config.audit.limit] if r.config.audit.limit else tasks
+    return tasks
 
 
 def audit_tasks(r: Round) -> list[Task]:
-    """The round's audit tasks, chosen once and then read back."""
+    """The round's audit tasks, chosen once and then read back.
+
+    audit-tasks.json records, per suite, how many tasks its definition holds
+    (`declared`) and how many the audit uses (`used`, fewer only under audit.limit:
+    a smoke-sized audit, labelled so in the decision).
+    """
     path = r.path("audit-tasks.json")
     saved = store.read(path, None)
     if saved is None:
-        tasks = [task for name in r.config.audit.suites for task in _suite(r, name)]
+        tasks, sizes = [], []
+        for name in r.config.audit.suites:
+            full = suite(r, name)
+            used = full[: r.config.audit.limit] if r.config.audit.limit else full
+            sizes.append({"name": name, "declared": len(full), "used": len(used)})
+            tasks += used
         store.write_json(
-            path, {"suites": r.config.audit.suites, "tasks": [task.to_json() for task in tasks]}
+            path,
+            {
+                "suites": r.config.audit.suites,
+                "sizes": sizes,
+                "tasks": [task.to_json() for task in tasks],
+            },
         )
         saved = store.read(path)
     return [Task.model_validate(task) for task in saved["tasks"]]

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from codeloop import recipe, store
-from codeloop.errors import IntegrityError
+from codeloop.errors import ConfigError, IntegrityError
 from codeloop.loop.collect import check_answers
 from codeloop.loop.common import Round
 from codeloop.tasks.schema import Task
@@ -92,6 +92,14 @@ def candidates(r: Round) -> dict[str, list[Candidate]]:
 
 def run(r: Round, resume: bool) -> dict[str, Any]:
     cfg = r.config
+    if cfg.engine.kind == "replay" and not cfg.export.allow_replay_answers:
+        # Self-training means training on what the model wrote; saved answers are for
+        # re-verification and tests.
+        raise ConfigError(
+            "export: engine.kind is 'replay', whose answers no model of this session wrote; "
+            "codeloop trains only on its model's own verified answers (tests may set "
+            "export.allow_replay_answers = true)"
+        )
     found = candidates(r)
     chosen = {
         lang: found.get(lang, [])[-cfg.export.replay_per_language :] for lang in cfg.tasks.languages

@@ -14,6 +14,7 @@ from typing import Any
 from codeloop import store
 from codeloop.errors import IntegrityError
 from codeloop.loop.audit import due
+from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, status
 from codeloop.loop.gate import compare
 
@@ -35,6 +36,37 @@ _BINDING_KEYS = (
     "sandbox",
 )
 _VOLATILE = ("progress.json", "finish.json")
+
+
+def audit_sizes(r: Round) -> list[dict[str, Any]]:
+    """The audit's suites as audit-tasks.json recorded them, checked against their
+    definitions now: an audit smaller than declared, or empty, is never compared."""
+    saved = store.read(r.path("audit-tasks.json"))
+    sizes = saved.get("sizes")
+    if not saved["tasks"] or not sizes:
+        raise IntegrityError(
+            f"{r.path('audit-tasks.json')}: the audit holds no task (or no record of its "
+            "suites' sizes); an empty audit proves nothing"
+        )
+    if [entry["name"] for entry in sizes] != list(r.config.audit.suites):
+        raise IntegrityError(
+            f"{r.path('audit-tasks.json')}: audited suites "
+            f"{[entry['name'] for entry in sizes]} differ from audit.suites "
+            f"{list(r.config.audit.suites)}"
+        )
+    limit = r.config.audit.limit
+    for entry in sizes:
+        declared = len(audit_suite(r, entry["name"]))
+        wanted = min(declared, limit) if limit else declared
+        if entry["declared"] != declared or entry["used"] != wanted or not entry["used"]:
+            raise IntegrityError(
+                f"{r.path('audit-tasks.json')}: suite {entry['name']} has {entry['used']} of "
+                f"{entry['declared']} tasks recorded, but its definition gives {wanted} of "
+                f"{declared}; the audit cannot be smaller than declared"
+            )
+    if sum(entry["used"] for entry in sizes) != len(saved["tasks"]):
+        raise IntegrityError(f"{r.path('audit-tasks.json')}: task list and sizes disagree")
+    return sizes
 
 
 def _audit(r: Round, phase: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -77,6 +109,9 @@ def decide(r: Round) -> dict[str, Any]:
                     f"({', '.join(differing)}); the audits cannot be compared"
                 )
             audit = compare(parent_rows, candidate_rows)
+            sizes = audit_sizes(r)
+            audit["suites"] = sizes
+            audit["smoke"] = any(entry["used"] < entry["declared"] for entry in sizes)
             comparisons["audit"] = audit
             accepted = (
                 bool(gate["promising"])
@@ -91,6 +126,11 @@ def decide(r: Round) -> dict[str, Any]:
         decision = "Candidate rejected at the validation gate; retained model unchanged"
     else:
         decision = "Candidate rejected by the full audit; retained model unchanged"
+    audit = comparisons.get("audit")
+    if audit and audit["smoke"]:
+        used = sum(entry["used"] for entry in audit["suites"])
+        declared = sum(entry["declared"] for entry in audit["suites"])
+        decision += f" (smoke-sized audit: {used} of {declared} tasks, audit.limit)"
     return {"accepted": accepted, "decision": decision, "comparisons": comparisons}
 
 
