@@ -91,14 +91,35 @@ def train(
     return folder / "adapter", report
 
 
+def newest_rows(sessions: Path) -> Path | None:
+    """The newest train.jsonl under `sessions` with at least 8 rows, or None."""
+    found = [
+        path
+        for path in sessions.glob("*/round-*/train.jsonl")
+        if sum(1 for line in path.read_text().splitlines() if line.strip()) >= 8
+    ]
+    return max(found, key=lambda path: path.stat().st_mtime, default=None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=Path, required=True, help="a round's train.jsonl")
+    parser.add_argument(
+        "--rows",
+        type=Path,
+        default=None,
+        help="a round's train.jsonl (default: the newest under sessions/ with 8 rows or more)",
+    )
     parser.add_argument("--variants", default="recipe,contract")
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--heldout", type=int, default=6, help="held-out problems (x languages)")
     args = parser.parse_args()
+    if args.rows is None:
+        args.rows = newest_rows(Path(__file__).resolve().parent.parent / "sessions")
+        if args.rows is None:
+            print("bench/train_prompt.py: skipped: no round with 8+ verified rows under sessions/")
+            print("  (run bench/learning.py first, or pass --rows a round's train.jsonl)")
+            return
     preset = load_preset("cpu-demo")
     languages = list(preset.tasks.languages)
     rows = [json.loads(line) for line in args.rows.read_text().splitlines() if line.strip()]

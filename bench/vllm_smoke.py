@@ -13,6 +13,8 @@ appends a table to bench/RESULTS.md.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +22,6 @@ from pathlib import Path
 from results import record  # bench/results.py (scripts run from bench/)
 
 from codeloop.config import BUNDLED_MODEL, EngineConfig
-from codeloop.engines.vllm import VLLMEngine
 from codeloop.models import load, resolve
 
 PROMPTS = [
@@ -36,6 +37,11 @@ def texts(results) -> list[str]:
 def main() -> None:
     import peft
     import torch
+
+    if importlib.util.find_spec("vllm") is None or not torch.cuda.is_available():
+        print("bench/vllm_smoke.py: skipped: needs vLLM and a CUDA GPU (pip install -e .[vllm])")
+        sys.exit(0)
+    from codeloop.engines.vllm import VLLMEngine
 
     with tempfile.TemporaryDirectory() as scratch:
         model, _tokenizer = load(resolve(BUNDLED_MODEL))
