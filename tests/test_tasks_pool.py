@@ -104,11 +104,31 @@ def test_interrupted_batch_is_rebuilt_and_sources_run_dry(built: Path, tmp_path:
         prepare_batch(session, config)
 
 
-def test_a_changed_salt_would_put_a_family_in_two_splits(built: Path, tmp_path: Path) -> None:
+def test_a_changed_salt_is_refused_before_it_puts_a_family_in_two_splits(
+    built: Path, tmp_path: Path
+) -> None:
     session = copy_session(built, tmp_path)
     config = session_config(CURRICULUM, languages=["python", "c", "rust", "go"], salt="other")
-    with pytest.raises(IntegrityError, match="is in two splits"):
+    with pytest.raises(ConfigError, match=r'salt: "unit" -> "other".*languages'):
         prepare_batch(session, config, n=60)
+
+
+def test_a_changed_source_is_refused_with_what_changed(built: Path, tmp_path: Path) -> None:
+    session = copy_session(built, tmp_path)
+    changed = [{"kind": "curriculum", "tiers": [1], "variants": 3}]
+    config = session_config(changed, languages=["python", "c", "rust"])
+    with pytest.raises(ConfigError, match=r"sources\[0\]\.config\.variants: 2 -> 3"):
+        prepare_batch(session, config, n=10)
+    # The recorded code revision of the curriculum binds too.
+    sources_file = session / "pool" / "batch-000001" / "sources.json"
+    from codeloop import store
+    from codeloop.tasks.pool import MANIFEST_FILE, check_sources, read_batch
+
+    assert (session / "pool" / "batch-000001" / MANIFEST_FILE).exists()
+    recorded = store.read(sources_file)
+    newer = {**recorded, "sources": [{**recorded["sources"][0], "revision": "0" * 16}]}
+    with pytest.raises(ConfigError, match=r"sources\[0\]\.revision"):
+        check_sources([read_batch(session / "pool" / "batch-000001")], newer)
 
 
 def test_failing_references_are_dropped_with_a_reason(tmp_path: Path) -> None:

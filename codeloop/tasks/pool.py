@@ -10,6 +10,7 @@ manifest is refused, because tasks that changed after validation are unproven.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections import Counter
@@ -178,6 +179,40 @@ def _next_number(paths: store.SessionPaths) -> int:
     return max(paths.batches(), default=0) + 1
 
 
+def _differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """Where two JSON values differ, as `path: old -> new` lines."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        found = []
+        for key in sorted(set(old) | set(new)):
+            found += _differences(old.get(key), new.get(key), f"{where}.{key}" if where else key)
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        found = []
+        for index, (a, b) in enumerate(zip(old, new, strict=True)):
+            found += _differences(a, b, f"{where}[{index}]")
+        return found
+    return [] if old == new else [f"{where}: {json.dumps(old)} -> {json.dumps(new)}"]
+
+
+def check_sources(existing: Sequence[Batch], current: dict[str, Any]) -> None:
+    """Refuse to extend a pool whose batches came from other sources than the config's.
+
+    A batch is bound to its source manifest (config, code revision of the curriculum,
+    seed, split rule, languages): new tasks drawn from a changed source would mix two
+    task sets in one pool. ConfigError names every field that changed.
+    """
+    for batch in existing:
+        recorded = store.read(batch.folder / SOURCES_FILE)
+        recorded.pop("schema_version", None)  # store's envelope, not a source field
+        changed = _differences(recorded, current)
+        if changed:
+            raise ConfigError(
+                f"{batch.folder}: the pool was built from other sources than the config now "
+                "gives (" + "; ".join(changed[:6]) + (" ..." if len(changed) > 6 else "")
+                + "); restore them or start a new session"
+            )
+
+
 def prepare_batch(
     session: str | Path,
     config: SessionConfig,
@@ -198,6 +233,8 @@ def prepare_batch(
         entry["key"] for batch in existing for entry in batch.manifest.get("dropped", [])
     }
     sources = open_sources(config.tasks, config.seed)
+    manifest = source_manifest(config, sources)
+    check_sources(existing, manifest)
     wanted = n if n is not None else config.tasks.batch_size
     candidates = draw(config, sources, wanted, used_ids=used_ids, closed_keys=closed_keys)
     if not any(problem.tasks for problem in candidates):
@@ -227,7 +264,7 @@ def prepare_batch(
     return write_batch(
         paths.batch(_next_number(paths)),
         accepted,
-        source_manifest(config, sources),
+        manifest,
         {
             "problems": {
                 "drawn": len(candidates),
