@@ -14,6 +14,10 @@ JavaScript (JS_ATTACKS): the test runs in a sandbox of its own (other uid, other
 namespace) and calls the solution's process over two pipes. Under the former
 composition marker-from-source, defineProperty-replaced and patched-math-random were
 judged passed.
+
+C++ (CPP_ATTACKS): the test and the solution are separate programs in two sandboxes.
+Under the former composition (one translation unit, no success marker) all four were
+judged passed.
 Every answer runs in bubblewrap through `check_many`; all checks run in one batch.
 """
 
@@ -125,6 +129,21 @@ JS_ATTACKS: dict[str, tuple[str, str]] = {
     "returns-a-function": ("JavaScript/0", "  return () => true;\n}\n"),
 }
 
+# Generations for HumanEval-X C++ task 0 (the program is prompt + generation; code
+# after the function's closing brace is part of the program's translation unit).
+CPP_ATTACKS: dict[str, str] = {
+    "exit-zero": "    exit(0);\n}\n",
+    "exit-zero-before-main": "    return false;\n}\nstatic int codeloop_gone = (exit(0), 0);\n",
+    # assert expands to __assert_fail(...): a macro of that name makes every assert a no-op.
+    "assert-fail-macro": (
+        "    return false;\n}\n#include <assert.h>\n#define __assert_fail(...) ((void)0)\n"
+    ),
+    # The program's own main returns 0; the test's main is renamed out of the way.
+    "main-renamed": (
+        "    return false;\n}\nint main() { return 0; }\n#define main codeloop_test_never_runs\n"
+    ),
+}
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -178,6 +197,16 @@ def checks() -> dict[str, Check]:
         wanted[f"js {name}"] = CheckRequest(
             language="javascript", program=job.program, test=job.test, prompt=job.prompt
         )
+    cpp = load_humaneval_x(HUMANEVAL_X, ["cpp"])
+    for name, body in CPP_ATTACKS.items():
+        job = humaneval_x_job(cpp.rows["CPP/0"], body)
+        wanted[f"cpp {name}"] = CheckRequest(
+            language="cpp", program=job.program, test=job.test, prompt=job.prompt
+        )
+    job = humaneval_x_job(cpp.rows["CPP/0"], cpp.rows["CPP/0"]["canonical_solution"])
+    wanted["canonical CPP/0"] = CheckRequest(
+        language="cpp", program=job.program, test=job.test, prompt=job.prompt
+    )
     for task_id in ("JavaScript/0", "JavaScript/38"):
         job = humaneval_x_job(js.rows[task_id], js.rows[task_id]["canonical_solution"])
         wanted[f"canonical {task_id}"] = CheckRequest(
@@ -225,8 +254,15 @@ def test_wrong_javascript_cannot_forge_a_pass(checks: dict[str, Check], attack: 
     assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
 
 
+@pytest.mark.parametrize("attack", sorted(CPP_ATTACKS))
+def test_wrong_cpp_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
+    check = checks[f"cpp {attack}"]
+    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
+
+
 @pytest.mark.parametrize(
-    "task_id", ["Python/0", "Python/4", "Python/32", "Python/38", "JavaScript/0", "JavaScript/38"]
+    "task_id",
+    ["Python/0", "Python/4", "Python/32", "Python/38", "JavaScript/0", "JavaScript/38", "CPP/0"],
 )
 def test_canonical_solutions_of_the_attacked_tasks_pass(
     checks: dict[str, Check], task_id: str

@@ -113,7 +113,8 @@ def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
         return Job(row["task_id"], language, program, test, prompt=trusted)
     elif language == "cpp":
         helper = "".join(line + "\n" for line in CPP_HELPER if line not in prompt)
-        program = helper + "\n" + prompt + generation
+        trusted = helper + "\n" + prompt
+        return Job(row["task_id"], language, trusted + generation, test, prompt=trusted)
     elif language == "go":
         program = prompt + generation
         test = row["test_setup"] + "\n" + test

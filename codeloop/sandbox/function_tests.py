@@ -41,11 +41,12 @@ import json
 import os
 import re
 import secrets
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox import harness, jsbox, pybox
+from codeloop.sandbox import cppbox, harness, jsbox, pybox
 from codeloop.sandbox.cache import locked, shared_folder
 from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
@@ -308,6 +309,31 @@ def _cpp(
     memory_mib: int,
     context: TestContext,
 ) -> TestBuild:
+    sig = cppbox.signature(context.prompt, context.entry_point) if context.prompt else None
+    if sig is not None and language.compile is not None:
+        nonce = _nonce()
+        flags = [part for part in language.compile[1:] if part.startswith(("-O", "-std="))]
+        libraries = [part for part in language.compile if part.startswith("-l")]
+        compiler = language.compile[0]
+        steps = [
+            [compiler, *flags, "-o", f"{BOX}/server", f"{BOX}/server.cpp", *libraries],
+            [compiler, *flags, "-o", f"{BOX}/main", f"{BOX}/main.cpp", *libraries],
+        ]
+        return TestBuild(
+            files={
+                "server.cpp": cppbox.server_source(context.prompt, program, sig).encode(),
+                "main.cpp": cppbox.test_source(context.prompt, test, sig).encode(),
+                cppbox.HEADER: cppbox.header(),
+            },
+            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            run=[f"{BOX}/main", "{requests}", "{replies}"],
+            partner=[f"{BOX}/server", "{requests}", "{replies}"],
+            env=dict(language.env),
+            success_marker=nonce,
+            stdin=(nonce + "\n").encode(),
+        )
+    # Without a prompt whose open function has plain types (HumanEval-X's boost::any),
+    # program and test share one process, where the program can forge the verdict.
     # No success marker: the test is main() itself, and anything that could print one
     # (atexit, a static destructor) also runs when the program calls exit(0).
     source = program.rstrip("\n") + "\n" + test

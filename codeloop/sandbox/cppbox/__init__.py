@@ -1,0 +1,108 @@
+"""C++ function tests in two sandboxes: the test and the solution are separate programs.
+
+The solution's translation unit is the program plus a `main` that answers calls
+(`codeloop::serve`); the test's is the task's trusted prompt (headers, helpers), a
+proxy with the entry point's declared signature that calls across the pipes
+(`codeloop::call`), and the test as written; before its `main`, `codeloop::drive`
+reads the nonce from stdin and registers its printing at exit, which a failed assert
+(abort) or a failed call (terminate) never reaches.
+The two are compiled separately, so no macro, `#define __assert_fail`, renamed
+`main` or `exit(0)` of the solution reaches the test, and they run in two sandboxes
+(`harness.run(..., partner=...)`). Values cross type-tagged (`codeloop_rpc.hpp`):
+bool, integers, floating point, string, vector, map and pair. Entry points with other
+types (HumanEval-X's `boost::any`) keep the one-process composition.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+HEADER = "codeloop_rpc.hpp"
+_WORD = re.compile(r"[A-Za-z_]\w*")
+SUPPORTED_WORDS = {
+    "int", "long", "short", "unsigned", "signed", "float", "double", "bool", "char",
+    "string", "vector", "map", "pair", "size_t", "const", "std",
+}
+_STUB = re.compile(r"^([A-Za-z_][\w:<>, \*&]*?)\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{\s*$", re.M)
+
+
+def header() -> bytes:
+    return resources.files(__name__).joinpath(HEADER).read_bytes()
+
+
+def _split_params(params: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in params:
+        depth += char == "<"
+        depth -= char == ">"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current)
+    return [part.strip() for part in parts]
+
+
+def signature(
+    prompt: str, entry_point: str | None
+) -> tuple[str, str, list[tuple[str, str]], int] | None:
+    """(return type, name, [(type, name)], offset of the stub line) of the function the
+    prompt leaves open, or None when it is absent or has types that cannot cross."""
+    found = [m for m in _STUB.finditer(prompt) if entry_point in (None, m.group(2))]
+    if not found:
+        return None
+    stub = found[-1]
+    result, name, params = stub.group(1).strip(), stub.group(2), stub.group(3)
+    typed = []
+    for index, param in enumerate(_split_params(params)):
+        words = _WORD.findall(param)
+        if len(words) >= 2 and words[-1] not in SUPPORTED_WORDS:
+            kind = param[: param.rfind(words[-1])].strip()
+        else:
+            kind = param
+        typed.append((kind, f"codeloop_arg{index}"))
+    words = set(_WORD.findall(result)) | {w for kind, _ in typed for w in _WORD.findall(kind)}
+    if not words <= SUPPORTED_WORDS or "*" in result or any("*" in kind for kind, _ in typed):
+        return None
+    return result, name, typed, stub.start()
+
+
+def server_source(prompt: str, program: str, sig: tuple) -> str:
+    """The solution's translation unit: our main first, then the program as written."""
+    result, name, typed, _at = sig
+    setup = "".join(
+        line + "\n"
+        for line in prompt.splitlines()
+        if re.match(r"\s*#\s*include\b|\s*using\s+namespace\b", line)
+    )
+    params = ", ".join(f"{kind} {arg}" for kind, arg in typed)
+    # The exact overload: a name like `unique` or `search` is also std's.
+    pointer = f"static_cast<{result} (*)({', '.join(kind for kind, _ in typed)})>(&{name})"
+    return (
+        f'#include "{HEADER}"\n{setup}{result} {name}({params});\n'
+        "int main(int argc, char** argv) {\n"
+        "  return codeloop::serve(argc, argv, [](codeloop::Reader& in) -> std::string {\n"
+        "    std::string called = in.until('(');\n"
+        f'    if (called == "{name}") return codeloop::answer({pointer}, in);\n'
+        '    throw std::runtime_error("no function " + called);\n'
+        "  });\n}\n"
+        f'#line 1 "main.cpp"\n{program}\n'
+    )
+
+
+def test_source(prompt: str, test: str, sig: tuple) -> str:
+    """The test's translation unit: trusted prompt, a proxy, the test with main renamed."""
+    result, name, typed, at = sig
+    params = ", ".join(f"{kind} {arg}" for kind, arg in typed)
+    args = "".join(f", {arg}" for _kind, arg in typed)
+    return (
+        f'#include "{HEADER}"\n{prompt[:at]}\n'
+        f"{result} {name}({params}) {{\n"
+        f'  return codeloop::call<{result}>("{name}"{args});\n}}\n'
+        "__attribute__((constructor)) static void codeloop_drive(int argc, char** argv) {\n"
+        "  codeloop::drive(argc, argv);\n}\n"
+        f'#line 1 "test.cpp"\n{test}\n'
+    )
