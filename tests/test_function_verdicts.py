@@ -15,6 +15,10 @@ namespace) and calls the solution's process over two pipes. Under the former
 composition marker-from-source, defineProperty-replaced and patched-math-random were
 judged passed.
 
+Go (GO_ATTACKS): the test binary and the solution are built apart and run in two
+sandboxes; under the former composition (one test binary, success marker "PASS") both
+were judged passed.
+
 C++ (CPP_ATTACKS): the test and the solution are separate programs in two sandboxes.
 Under the former composition (one translation unit, no success marker) all four were
 judged passed.
@@ -144,6 +148,17 @@ CPP_ATTACKS: dict[str, str] = {
     ),
 }
 
+# Generations for HumanEval-X Go task 0; the former success marker was Go's own "PASS".
+GO_ATTACKS: dict[str, str] = {
+    "own-test-main": (
+        "    return false\n}\n\n"
+        'func TestMain(m *testing.M) {\n    fmt.Println("PASS")\n    os.Exit(0)\n}\n'
+    ),
+    "init-exit": (
+        '    return false\n}\n\nfunc init() {\n    fmt.Println("PASS")\n    os.Exit(0)\n}\n'
+    ),
+}
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -207,6 +222,16 @@ def checks() -> dict[str, Check]:
     wanted["canonical CPP/0"] = CheckRequest(
         language="cpp", program=job.program, test=job.test, prompt=job.prompt
     )
+    go = load_humaneval_x(HUMANEVAL_X, ["go"])
+    for name, body in GO_ATTACKS.items():
+        job = humaneval_x_job(go.rows["Go/0"], body)
+        wanted[f"go {name}"] = CheckRequest(
+            language="go", program=job.program, test=job.test, prompt=job.prompt
+        )
+    job = humaneval_x_job(go.rows["Go/0"], go.rows["Go/0"]["canonical_solution"])
+    wanted["canonical Go/0"] = CheckRequest(
+        language="go", program=job.program, test=job.test, prompt=job.prompt
+    )
     for task_id in ("JavaScript/0", "JavaScript/38"):
         job = humaneval_x_job(js.rows[task_id], js.rows[task_id]["canonical_solution"])
         wanted[f"canonical {task_id}"] = CheckRequest(
@@ -260,9 +285,24 @@ def test_wrong_cpp_cannot_forge_a_pass(checks: dict[str, Check], attack: str) ->
     assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
 
 
+@pytest.mark.parametrize("attack", sorted(GO_ATTACKS))
+def test_wrong_go_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
+    check = checks[f"go {attack}"]
+    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
+
+
 @pytest.mark.parametrize(
     "task_id",
-    ["Python/0", "Python/4", "Python/32", "Python/38", "JavaScript/0", "JavaScript/38", "CPP/0"],
+    [
+        "Python/0",
+        "Python/4",
+        "Python/32",
+        "Python/38",
+        "JavaScript/0",
+        "JavaScript/38",
+        "CPP/0",
+        "Go/0",
+    ],
 )
 def test_canonical_solutions_of_the_attacked_tasks_pass(
     checks: dict[str, Check], task_id: str

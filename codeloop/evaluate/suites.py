@@ -116,8 +116,8 @@ def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
         trusted = helper + "\n" + prompt
         return Job(row["task_id"], language, trusted + generation, test, prompt=trusted)
     elif language == "go":
-        program = prompt + generation
         test = row["test_setup"] + "\n" + test
+        return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
     elif language == "rust":
         program = RUST_MAIN + row["declaration"] + prompt + generation
     elif language == "javascript":

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox import cppbox, harness, jsbox, pybox
+from codeloop.sandbox import cppbox, gobox, harness, jsbox, pybox
 from codeloop.sandbox.cache import locked, shared_folder
 from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
@@ -609,6 +609,31 @@ def _go(
 ) -> TestBuild:
     env = dict(language.env)
     env.update({"GO111MODULE": "off", "GOPATH": GO_PATH})
+    sig = gobox.signature(context.prompt, context.entry_point) if context.prompt else None
+    if sig is not None:
+        nonce = _nonce()
+        driver = go_test_file(context.prompt[: sig[3]] + "\n" + gobox.proxy(sig), test)
+        server = go_test_file(program + gobox.server_main(sig), "")
+        sources = [f"{BOX}/srv/{name}" for name in ("main.go", *gobox.SERVER_FILES)]
+        steps = [
+            [GO, "test", "-c", "-vet=off", "-ldflags=-s -w", "-o", f"{BOX}/main.test"],
+            [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/server", *sources],
+        ]
+        return TestBuild(
+            files={
+                "main_test.go": driver.encode(),
+                "srv/main.go": server.encode(),
+                **gobox.files(),
+            },
+            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            run=[f"{BOX}/main.test", "-test.count=1", "--", "{requests}", "{replies}"],
+            partner=[f"{BOX}/server", "{requests}", "{replies}"],
+            env=env,
+            success_marker=nonce,
+            stdin=(nonce + "\n").encode(),
+        )
+    # Without a prompt whose open function has JSON-able types, program and test share
+    # one process, where the program can forge the verdict.
     compile_argv = [
         GO,
         "test",

@@ -1,0 +1,108 @@
+"""Go function tests in two sandboxes: the test binary and the solution are apart.
+
+The solution is built with a `main` that answers calls by name (reflection decodes
+JSON arguments into the declared parameter types); the test binary holds the task's
+trusted prompt, a proxy with the entry point's declared signature, the test, and a
+`TestMain` that reads the nonce from stdin and prints it only when every test
+passed. No `PASS` printed by the solution, `syscall.Exit`, `TestMain` of its own or
+patched package state reaches the test binary. Signatures with types that cannot
+cross as JSON (interface{}, error, func, chan, pointers) keep the one-process
+composition.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+_STUB = re.compile(r"^func\s+([A-Za-z_]\w*)\s*\((.*)\)\s*(.*?)\s*\{\s*$", re.M)
+_UNSUPPORTED = re.compile(r"interface|error|func|chan|struct|\*|\.\.\.")
+
+
+def _read(name: str) -> bytes:
+    return resources.files(__name__).joinpath(name).read_bytes()
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "[({"
+        depth -= char in "])}"
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def _types(params: str) -> list[str] | None:
+    """Go parameter types in order ("a, b int, c []string" -> int, int, []string)."""
+    found: list[str] = []
+    pending = 0
+    for part in _split(params):
+        words = part.split(None, 1)
+        if len(words) == 1:
+            pending += 1  # a name whose type comes later (or an unnamed type)
+            continue
+        found += [words[1]] * (pending + 1)
+        pending = 0
+    if pending:  # unnamed parameters: every part was a type
+        return [part for part in _split(params)] if not found else None
+    return found
+
+
+def signature(
+    prompt: str, entry_point: str | None
+) -> tuple[str, list[str], list[str], int] | None:
+    """(name, parameter types, result types, offset of the stub line), or None."""
+    found = [m for m in _STUB.finditer(prompt) if entry_point in (None, m.group(1))]
+    if not found:
+        return None
+    stub = found[-1]
+    name, params, results = stub.group(1), stub.group(2), stub.group(3).strip()
+    inputs = _types(params)
+    single = [results] if results else []
+    outputs = _types(results[1:-1]) if results.startswith("(") else single
+    if inputs is None or outputs is None or _UNSUPPORTED.search(params + results):
+        return None
+    return name, inputs, outputs, stub.start()
+
+
+def proxy(sig: tuple) -> str:
+    name, inputs, outputs, _at = sig
+    params = ", ".join(f"codeloopArg{i} {kind}" for i, kind in enumerate(inputs))
+    args = ", ".join(f"codeloopArg{i}" for i in range(len(inputs)))
+    lines = [f"func {name}({params}) ({', '.join(outputs)}) {{"]
+    lines += [f"\tvar codeloopResult{i} {kind}" for i, kind in enumerate(outputs)]
+    pointers = "".join(f", &codeloopResult{i}" for i in range(len(outputs)))
+    lines.append(f'\tcodeloopCall("{name}", []interface{{}}{{{args}}}{pointers})')
+    if outputs:
+        lines.append("\treturn " + ", ".join(f"codeloopResult{i}" for i in range(len(outputs))))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def server_main(sig: tuple) -> str:
+    name = sig[0]
+    return (
+        "\nfunc main() {\n"
+        f'\tcodeloopServe(map[string]interface{{}}{{"{name}": {name}}})\n'
+        "}\n"
+    )
+
+
+SERVER_FILES = ("codeloop_frame.go", "codeloop_server.go")
+
+
+def files() -> dict[str, bytes]:
+    """The trusted Go files: frames (both sides), the server, the test's TestMain."""
+    frame = _read("codeloop_frame.go.txt")
+    return {
+        "codeloop_frame_test.go": frame,
+        "codeloop_driver_test.go": _read("codeloop_driver_test.go.txt"),
+        "srv/codeloop_frame.go": frame,
+        "srv/codeloop_server.go": _read("codeloop_server.go.txt"),
+    }
