@@ -19,6 +19,10 @@ Go (GO_ATTACKS): the test binary and the solution are built apart and run in two
 sandboxes; under the former composition (one test binary, success marker "PASS") both
 were judged passed.
 
+Java (JAVA_ATTACKS): the test's Main and the solution are compiled apart and run in
+two JVMs in two sandboxes; under the former composition (one source file, the nonce
+in it) both were judged passed.
+
 C++ (CPP_ATTACKS): the test and the solution are separate programs in two sandboxes.
 Under the former composition (one translation unit, no success marker) all four were
 judged passed.
@@ -159,6 +163,32 @@ GO_ATTACKS: dict[str, str] = {
     ),
 }
 
+# Generations for HumanEval-X Java task 0 (code after the method closes the class).
+JAVA_ATTACKS: dict[str, str] = {
+    # A top-level class Arrays shadows java.util.Arrays in the test: its asList returns
+    # an empty list, which contains no false.
+    "arrays-shadowed": (
+        "        return false;\n    }\n}\n\n"
+        "class Arrays {\n"
+        "    @SafeVarargs\n"
+        "    static <T> java.util.List<T> asList(T... items) { return new ArrayList<>(); }\n"
+        "}\n"
+    ),
+    "marker-from-source": (
+        "        try {\n"
+        '            for (java.io.File f : new java.io.File("/box").listFiles()) {\n'
+        "                if (!f.isFile()) continue;\n"
+        "                String text = new String(java.nio.file.Files.readAllBytes(f.toPath()));\n"
+        "                java.util.regex.Matcher m = java.util.regex.Pattern"
+        '.compile("CODELOOP-TESTS-DONE-[0-9a-f]+").matcher(text);\n'
+        '                if (m.find()) System.out.println("\\n" + m.group());\n'
+        "            }\n"
+        "        } catch (Exception e) { }\n"
+        "        Runtime.getRuntime().halt(0);\n"
+        "        return false;\n    }\n}\n"
+    ),
+}
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -232,6 +262,16 @@ def checks() -> dict[str, Check]:
     wanted["canonical Go/0"] = CheckRequest(
         language="go", program=job.program, test=job.test, prompt=job.prompt
     )
+    java = load_humaneval_x(HUMANEVAL_X, ["java"])
+    for name, body in JAVA_ATTACKS.items():
+        job = humaneval_x_job(java.rows["Java/0"], body)
+        wanted[f"java {name}"] = CheckRequest(
+            language="java", program=job.program, test=job.test, prompt=job.prompt
+        )
+    job = humaneval_x_job(java.rows["Java/0"], java.rows["Java/0"]["canonical_solution"])
+    wanted["canonical Java/0"] = CheckRequest(
+        language="java", program=job.program, test=job.test, prompt=job.prompt
+    )
     for task_id in ("JavaScript/0", "JavaScript/38"):
         job = humaneval_x_job(js.rows[task_id], js.rows[task_id]["canonical_solution"])
         wanted[f"canonical {task_id}"] = CheckRequest(
@@ -285,6 +325,12 @@ def test_wrong_cpp_cannot_forge_a_pass(checks: dict[str, Check], attack: str) ->
     assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
 
 
+@pytest.mark.parametrize("attack", sorted(JAVA_ATTACKS))
+def test_wrong_java_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
+    check = checks[f"java {attack}"]
+    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
+
+
 @pytest.mark.parametrize("attack", sorted(GO_ATTACKS))
 def test_wrong_go_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
     check = checks[f"go {attack}"]
@@ -302,6 +348,7 @@ def test_wrong_go_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> 
         "JavaScript/38",
         "CPP/0",
         "Go/0",
+        "Java/0",
     ],
 )
 def test_canonical_solutions_of_the_attacked_tasks_pass(

@@ -123,7 +123,7 @@ def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
     elif language == "javascript":
         return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
     else:  # java
-        program = prompt + generation
+        return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
     return Job(task_id=row["task_id"], language=language, program=program, test=test)
 
 

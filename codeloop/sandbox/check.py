@@ -9,6 +9,7 @@ and never counts as a wrong answer.
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import signal
@@ -439,7 +440,10 @@ class Sandbox:
         try:
             for name, data in build.files.items():
                 path = box / name
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if not path.parent.exists():
+                    path.parent.mkdir(parents=True)
+                    if self.backend.compile_uid is not None:  # compilers write there
+                        os.chown(path.parent, self.backend.compile_uid, self.backend.compile_uid)
                 path.write_bytes(data)
                 path.chmod(0o644)
             failed, compile_ms = self._compile(language, box, build.files, limits, build)

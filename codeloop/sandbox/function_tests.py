@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox import cppbox, gobox, harness, jsbox, pybox
+from codeloop.sandbox import cppbox, gobox, harness, javabox, jsbox, pybox
 from codeloop.sandbox.cache import locked, shared_folder
 from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
@@ -405,6 +405,8 @@ def cpp_common_pch(sandbox: Sandbox, language: Language) -> Path | None:
         return None
 
 
+_PIPES = ("{requests}", "{replies}")
+"""Placeholders `harness.run` fills with the fds of a two-sandbox test's pipes."""
 _JAVA_MAIN = re.compile(r"\bpublic\s+class\s+Main\b")
 
 
@@ -416,6 +418,35 @@ def _java(
     memory_mib: int,
     context: TestContext,
 ) -> TestBuild:
+    sig = javabox.signature(context.prompt, context.entry_point) if context.prompt else None
+    if sig is not None and _JAVA_MAIN.search(test) and language.compile is not None:
+        nonce = _nonce()
+        javac = [part for part in language.compile if not part.startswith(("{box}", "-d"))]
+        javac = [part for part in javac if part != "{box}"]
+        binds: list[tuple[str, str, bool]] = []
+        archive = javac_archive(sandbox, language)
+        if archive is not None:
+            javac.insert(1, f"-J-XX:SharedArchiveFile={_JAVAC_CDS_MOUNT}/javac.jsa")
+            binds.append((str(archive), _JAVAC_CDS_MOUNT, False))
+        steps = [
+            [*javac, "-d", f"{BOX}/{side}", f"{BOX}/{side}/Main.java"] for side in ("drv", "srv")
+        ]
+        java = language.run_argv(memory_mib)[:-3]  # java and its flags, without -cp and class
+        return TestBuild(
+            files={
+                "drv/Main.java": javabox.driver_source(context.prompt, test, sig).encode(),
+                "srv/Main.java": javabox.server_source(program).encode(),
+            },
+            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            run=[java[0], "-ea", *java[1:], "-cp", f"{BOX}/drv", "CodeloopDriver", *_PIPES],
+            partner=[*java, "-cp", f"{BOX}/srv", "CodeloopServer", *_PIPES],
+            env=dict(language.env),
+            binds=binds,
+            success_marker=nonce,
+            stdin=(nonce + "\n").encode(),
+        )
+    # Without a prompt whose open method has plain types, program and test share one
+    # JVM, where the program can forge the verdict.
     marker = _nonce()
     # The test's `public class Main` becomes CodeloopTests; our Main runs it and then
     # prints the marker, so System.exit(0) inside the solution cannot pass.

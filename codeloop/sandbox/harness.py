@@ -328,6 +328,10 @@ def _run_with_partner(
         return RunResult(None, None, b"", b"", 0.0, setup_error="a partner needs bubblewrap")
     requests_read, requests_write = os.pipe()
     replies_read, replies_write = os.pipe()
+    for fd in (requests_read, replies_read):
+        # Runtimes that can only open a path (Java: /proc/self/fd/N) reopen these as
+        # their sandbox uid; /proc/PID/fd of another uid's process stays out of reach.
+        os.fchmod(fd, 0o666)
     own = {"requests": str(requests_write), "replies": str(replies_read)}
     theirs = {"requests": str(requests_read), "replies": str(replies_write)}
     full_env = _base_env(env or {})

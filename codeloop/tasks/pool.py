@@ -208,7 +208,9 @@ def check_sources(existing: Sequence[Batch], current: dict[str, Any]) -> None:
         if changed:
             raise ConfigError(
                 f"{batch.folder}: the pool was built from other sources than the config now "
-                "gives (" + "; ".join(changed[:6]) + (" ..." if len(changed) > 6 else "")
+                "gives ("
+                + "; ".join(changed[:6])
+                + (" ..." if len(changed) > 6 else "")
                 + "); restore them or start a new session"
             )
 

@@ -21,8 +21,22 @@ from importlib import resources
 HEADER = "codeloop_rpc.hpp"
 _WORD = re.compile(r"[A-Za-z_]\w*")
 SUPPORTED_WORDS = {
-    "int", "long", "short", "unsigned", "signed", "float", "double", "bool", "char",
-    "string", "vector", "map", "pair", "size_t", "const", "std",
+    "int",
+    "long",
+    "short",
+    "unsigned",
+    "signed",
+    "float",
+    "double",
+    "bool",
+    "char",
+    "string",
+    "vector",
+    "map",
+    "pair",
+    "size_t",
+    "const",
+    "std",
 }
 _STUB = re.compile(r"^([A-Za-z_][\w:<>, \*&]*?)\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{\s*$", re.M)
 

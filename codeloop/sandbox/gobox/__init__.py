@@ -54,9 +54,7 @@ def _types(params: str) -> list[str] | None:
     return found
 
 
-def signature(
-    prompt: str, entry_point: str | None
-) -> tuple[str, list[str], list[str], int] | None:
+def signature(prompt: str, entry_point: str | None) -> tuple[str, list[str], list[str], int] | None:
     """(name, parameter types, result types, offset of the stub line), or None."""
     found = [m for m in _STUB.finditer(prompt) if entry_point in (None, m.group(1))]
     if not found:
@@ -87,11 +85,7 @@ def proxy(sig: tuple) -> str:
 
 def server_main(sig: tuple) -> str:
     name = sig[0]
-    return (
-        "\nfunc main() {\n"
-        f'\tcodeloopServe(map[string]interface{{}}{{"{name}": {name}}})\n'
-        "}\n"
-    )
+    return f'\nfunc main() {{\n\tcodeloopServe(map[string]interface{{}}{{"{name}": {name}}})\n}}\n'
 
 
 SERVER_FILES = ("codeloop_frame.go", "codeloop_server.go")
