@@ -324,6 +324,8 @@ def _run_with_partner(
     env: dict[str, str] | None,
     binds: Sequence[tuple[str, str, bool]],
 ) -> RunResult:
+    """`run` with a partner: start the partner's sandbox (its own uid slot, cgroup and
+    namespaces; output discarded), run `argv` as usual, then kill what is left of it."""
     if backend.name != "bwrap":
         return RunResult(None, None, b"", b"", 0.0, setup_error="a partner needs bubblewrap")
     requests_read, requests_write = os.pipe()
