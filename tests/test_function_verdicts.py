@@ -219,67 +219,40 @@ SPY = (
 )
 
 
+def wrong_answers() -> list[tuple[str, str, str]]:
+    """(HumanEval-X task id, "language attack", generation) of every attack table."""
+    found = [(task_id, f"python {name}", body) for name, (task_id, body) in ATTACKS.items()]
+    found += [(task_id, f"javascript {name}", body) for name, (task_id, body) in JS_ATTACKS.items()]
+    for language, task_id, table in (
+        ("cpp", "CPP/0", CPP_ATTACKS),
+        ("go", "Go/0", GO_ATTACKS),
+        ("java", "Java/0", JAVA_ATTACKS),
+    ):
+        found += [(task_id, f"{language} {name}", body) for name, body in table.items()]
+    return found
+
+
+WRONG = wrong_answers()
+ATTACKED = sorted({task_id for task_id, _name, _body in WRONG})
+
+
 @pytest.fixture(scope="module")
 def checks() -> dict[str, Check]:
-    problems = load_humaneval_x(HUMANEVAL_X, ["python"])
-    wanted: dict[str, CheckRequest] = {}
+    rows = load_humaneval_x(HUMANEVAL_X, ["python", "javascript", "cpp", "go", "java"]).rows
 
     def request(task_id: str, generation: str) -> CheckRequest:
-        job = humaneval_x_job(problems.rows[task_id], generation)
+        job = humaneval_x_job(rows[task_id], generation)
         return CheckRequest(
-            language="python",
+            language=job.language,
             program=job.program,
             test=job.test,
             prompt=job.prompt,
             entry_point=job.entry_point,
         )
 
-    for name, (task_id, body) in ATTACKS.items():
-        wanted[name] = request(task_id, body)
-    js = load_humaneval_x(HUMANEVAL_X, ["javascript"])
-    for name, (task_id, body) in JS_ATTACKS.items():
-        job = humaneval_x_job(js.rows[task_id], body)
-        wanted[f"js {name}"] = CheckRequest(
-            language="javascript", program=job.program, test=job.test, prompt=job.prompt
-        )
-    cpp = load_humaneval_x(HUMANEVAL_X, ["cpp"])
-    for name, body in CPP_ATTACKS.items():
-        job = humaneval_x_job(cpp.rows["CPP/0"], body)
-        wanted[f"cpp {name}"] = CheckRequest(
-            language="cpp", program=job.program, test=job.test, prompt=job.prompt
-        )
-    job = humaneval_x_job(cpp.rows["CPP/0"], cpp.rows["CPP/0"]["canonical_solution"])
-    wanted["canonical CPP/0"] = CheckRequest(
-        language="cpp", program=job.program, test=job.test, prompt=job.prompt
-    )
-    go = load_humaneval_x(HUMANEVAL_X, ["go"])
-    for name, body in GO_ATTACKS.items():
-        job = humaneval_x_job(go.rows["Go/0"], body)
-        wanted[f"go {name}"] = CheckRequest(
-            language="go", program=job.program, test=job.test, prompt=job.prompt
-        )
-    job = humaneval_x_job(go.rows["Go/0"], go.rows["Go/0"]["canonical_solution"])
-    wanted["canonical Go/0"] = CheckRequest(
-        language="go", program=job.program, test=job.test, prompt=job.prompt
-    )
-    java = load_humaneval_x(HUMANEVAL_X, ["java"])
-    for name, body in JAVA_ATTACKS.items():
-        job = humaneval_x_job(java.rows["Java/0"], body)
-        wanted[f"java {name}"] = CheckRequest(
-            language="java", program=job.program, test=job.test, prompt=job.prompt
-        )
-    job = humaneval_x_job(java.rows["Java/0"], java.rows["Java/0"]["canonical_solution"])
-    wanted["canonical Java/0"] = CheckRequest(
-        language="java", program=job.program, test=job.test, prompt=job.prompt
-    )
-    for task_id in ("JavaScript/0", "JavaScript/38"):
-        job = humaneval_x_job(js.rows[task_id], js.rows[task_id]["canonical_solution"])
-        wanted[f"canonical {task_id}"] = CheckRequest(
-            language="javascript", program=job.program, test=job.test, prompt=job.prompt
-        )
-    for task_id in ("Python/0", "Python/4", "Python/32", "Python/38"):
-        row = problems.rows[task_id]
-        wanted[f"canonical {task_id}"] = request(task_id, row["canonical_solution"])
+    wanted = {name: request(task_id, body) for task_id, name, body in WRONG}
+    for task_id in ATTACKED:
+        wanted[f"canonical {task_id}"] = request(task_id, rows[task_id]["canonical_solution"])
     wanted["spy"] = request("Python/0", SPY)
     # An MBPP-style test: bare asserts on a named entry point, no prompt, no check().
     wanted["mbpp-right"] = CheckRequest(
@@ -306,51 +279,14 @@ def checks() -> dict[str, Check]:
     return dict(zip(wanted, results, strict=True))
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+@pytest.mark.parametrize("attack", [name for _task, name, _body in WRONG])
 def test_wrong_answer_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
     check = checks[attack]
     # Killing the test process ends in SIGKILL, which is reported as a timeout.
     assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
 
 
-@pytest.mark.parametrize("attack", sorted(JS_ATTACKS))
-def test_wrong_javascript_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
-    check = checks[f"js {attack}"]
-    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
-
-
-@pytest.mark.parametrize("attack", sorted(CPP_ATTACKS))
-def test_wrong_cpp_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
-    check = checks[f"cpp {attack}"]
-    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
-
-
-@pytest.mark.parametrize("attack", sorted(JAVA_ATTACKS))
-def test_wrong_java_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
-    check = checks[f"java {attack}"]
-    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
-
-
-@pytest.mark.parametrize("attack", sorted(GO_ATTACKS))
-def test_wrong_go_cannot_forge_a_pass(checks: dict[str, Check], attack: str) -> None:
-    check = checks[f"go {attack}"]
-    assert check.status not in ("passed", "environment_error"), (attack, check.feedback)
-
-
-@pytest.mark.parametrize(
-    "task_id",
-    [
-        "Python/0",
-        "Python/4",
-        "Python/32",
-        "Python/38",
-        "JavaScript/0",
-        "JavaScript/38",
-        "CPP/0",
-        "Go/0",
-        "Java/0",
-    ],
-)
+@pytest.mark.parametrize("task_id", ATTACKED)
 def test_canonical_solutions_of_the_attacked_tasks_pass(
     checks: dict[str, Check], task_id: str
 ) -> None:

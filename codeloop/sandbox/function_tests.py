@@ -29,10 +29,13 @@ Per language (the official composition first, then our corrections):
   test's debug checks (overflow, debug assertions) kept on. A test written for
   the rand 0.7 API (Rust/50) is an environment error, not a wrong answer.
 
-Success markers close a reward hack: a body that calls `exit(0)` would end the
-run with exit code 0 before any test failed. Python, JavaScript and Java print a
-per-check nonce after the tests; Go and Rust test binaries print their own
-summary. C++ has none (its test is `main` itself; see `_cpp`).
+Verdicts the program cannot write: where the task's prompt names the function
+under test with types that can cross between processes, the test runs apart from
+the solution (Python: two processes, `pybox`; JavaScript, C++, Go, Java: two
+sandboxes, `jsbox`/`cppbox`/`gobox`/`javabox`), only plain values travel between
+them, and the test process alone prints a nonce it read from stdin. Otherwise
+(Rust; `boost::any`, `interface{}`, arrays; no prompt) program and test share one
+process with an end-of-tests marker, where a program can still forge the verdict.
 """
 
 from __future__ import annotations

@@ -292,11 +292,9 @@ def _run_own(
             # stderr is never consulted for that. _supervise closes our write end.
             status_read, status_write = os.pipe()
             extra = ["--json-status-fd", str(status_write)]
-            passed += (status_write,)
-            if seccomp.available():
-                filter_fd = _pipe_holding(seccomp.program())
-                extra += ["--seccomp", str(filter_fd)]
-                passed += (filter_fd,)
+            filter_args, filter_fds = _seccomp_args()
+            extra += filter_args
+            passed += (status_write, *filter_fds)
             command = [command[0], *extra, *command[1:]]
         result = _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed)
         killed = result.timed_out or result.output_exceeded or result.oom_killed
@@ -341,12 +339,9 @@ def _run_with_partner(
         *_bind_args(box, False, limits, binds, full_env, "/work"),
         *[part.format(**theirs) for part in partner],
     ]
-    if seccomp.available():
-        filter_fd = _pipe_holding(seccomp.program())
-        command = [command[0], "--seccomp", str(filter_fd), *command[1:]]
-        passed: tuple[int, ...] = (requests_read, replies_write, filter_fd)
-    else:
-        passed = (requests_read, replies_write)
+    filter_args, filter_fds = _seccomp_args()
+    command = [command[0], *filter_args, *command[1:]]
+    passed = (requests_read, replies_write, *filter_fds)
     cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
     procs = cgroup.procs_files if cgroup else []
     process = None
@@ -381,6 +376,14 @@ def _run_with_partner(
         if cgroup is not None:
             cgroup.destroy()
         reap_orphans()
+
+
+def _seccomp_args() -> tuple[list[str], tuple[int, ...]]:
+    """bwrap's `--seccomp FD` and the fd holding the filter (nothing where unavailable)."""
+    if not seccomp.available():
+        return [], ()
+    fd = _pipe_holding(seccomp.program())
+    return ["--seccomp", str(fd)], (fd,)
 
 
 def _pipe_holding(data: bytes) -> int:

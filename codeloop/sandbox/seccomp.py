@@ -21,6 +21,7 @@ The filter is written for x86-64; on other machines no filter is loaded and
 
 from __future__ import annotations
 
+import functools
 import platform
 import struct
 
@@ -77,6 +78,7 @@ def _op(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
+@functools.cache
 def program() -> bytes:
     """The filter as raw `struct sock_filter` records, the format bwrap reads."""
     deny = SECCOMP_RET_ERRNO | EPERM

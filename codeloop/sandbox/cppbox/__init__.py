@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from codeloop.sandbox.signatures import split_top_level
+
 HEADER = "codeloop_rpc.hpp"
 _WORD = re.compile(r"[A-Za-z_]\w*")
 SUPPORTED_WORDS = {
@@ -45,21 +47,6 @@ def header() -> bytes:
     return resources.files(__name__).joinpath(HEADER).read_bytes()
 
 
-def _split_params(params: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in params:
-        depth += char == "<"
-        depth -= char == ">"
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    if current.strip():
-        parts.append(current)
-    return [part.strip() for part in parts]
-
-
 def signature(
     prompt: str, entry_point: str | None
 ) -> tuple[str, str, list[tuple[str, str]], int] | None:
@@ -71,7 +58,7 @@ def signature(
     stub = found[-1]
     result, name, params = stub.group(1).strip(), stub.group(2), stub.group(3)
     typed = []
-    for index, param in enumerate(_split_params(params)):
+    for index, param in enumerate(split_top_level(params)):
         words = _WORD.findall(param)
         if len(words) >= 2 and words[-1] not in SUPPORTED_WORDS:
             kind = param[: param.rfind(words[-1])].strip()

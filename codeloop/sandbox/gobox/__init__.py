@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from codeloop.sandbox.signatures import split_top_level
+
 _STUB = re.compile(r"^func\s+([A-Za-z_]\w*)\s*\((.*)\)\s*(.*?)\s*\{\s*$", re.M)
 _UNSUPPORTED = re.compile(r"interface|error|func|chan|struct|\*|\.\.\.")
 
@@ -23,26 +25,11 @@ def _read(name: str) -> bytes:
     return resources.files(__name__).joinpath(name).read_bytes()
 
 
-def _split(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += char in "[({"
-        depth -= char in "])}"
-        if char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    if current.strip():
-        parts.append(current.strip())
-    return parts
-
-
 def _types(params: str) -> list[str] | None:
     """Go parameter types in order ("a, b int, c []string" -> int, int, []string)."""
     found: list[str] = []
     pending = 0
-    for part in _split(params):
+    for part in split_top_level(params):
         words = part.split(None, 1)
         if len(words) == 1:
             pending += 1  # a name whose type comes later (or an unnamed type)
@@ -50,7 +37,7 @@ def _types(params: str) -> list[str] | None:
         found += [words[1]] * (pending + 1)
         pending = 0
     if pending:  # unnamed parameters: every part was a type
-        return [part for part in _split(params)] if not found else None
+        return split_top_level(params) if not found else None
     return found
 
 

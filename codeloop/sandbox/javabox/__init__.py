@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from codeloop.sandbox.signatures import split_top_level
+
 _STUB = re.compile(
     r"^\s*public\s+([\w<>\[\], ?]+?)\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*(?:throws\s+[\w., ]+)?\{\s*$",
     re.M,
@@ -57,21 +59,6 @@ def _read(name: str) -> str:
     return resources.files(__name__).joinpath(name).read_text()
 
 
-def _split(params: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in params:
-        depth += char == "<"
-        depth -= char == ">"
-        if char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    if current.strip():
-        parts.append(current.strip())
-    return parts
-
-
 def signature(prompt: str, entry_point: str | None) -> tuple[str, str, list[str], str, int] | None:
     """(return type, name, parameter types, throws clause, offset of the stub), or None."""
     found = [m for m in _STUB.finditer(prompt) if entry_point in (None, m.group(2))]
@@ -79,7 +66,7 @@ def signature(prompt: str, entry_point: str | None) -> tuple[str, str, list[str]
         return None
     stub = found[-1]
     result, name, params = stub.group(1).strip(), stub.group(2), stub.group(3)
-    kinds = [part.rsplit(None, 1)[0] for part in _split(params)]
+    kinds = [part.rsplit(None, 1)[0] for part in split_top_level(params)]
     words = set(re.findall(r"[A-Za-z_]\w*", result + " " + " ".join(kinds)))
     if not words <= _ALLOWED or "[" in result + "".join(kinds):
         return None
