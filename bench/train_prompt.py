@@ -1,4 +1,4 @@
-"""Which conversation should a verified answer be trained under? Side by side, one run.
+"""How should verified answers be trained (conversation, epochs)? Side by side, one run.
 
 The same verified rows (a round's train.jsonl: the model's own programs that passed)
 train one LoRA adapter per variant, from the same seed and settings:
@@ -9,7 +9,9 @@ train one LoRA adapter per variant, from the same seed and settings:
              (the example's effect is distilled into the weights: the loss is
              higher, and what is learnt is "read stdin, print only the answer"
              rather than "copy the example's shape").
-Base and every adapter are then evaluated greedy, with the inference recipe, on
+With `--max-epochs 2,8` every variant is also trained once per epoch cap (few rows
+at a low cap make only a few optimizer steps). Base and every adapter are then
+evaluated greedy, with the inference recipe, on
 tier-1 development tasks (never trained on) and on held-out problems that are no
 curriculum family (bench/heldout.py). Appends a table to bench/RESULTS.md.
 
@@ -49,7 +51,7 @@ def variant_rows(rows: list[dict], variant: str) -> list[dict]:
 
 
 def train(
-    rows: list[dict], folder: Path, preset, steps: int, learning_rate: float
+    rows: list[dict], folder: Path, preset, steps: int, learning_rate: float, max_epochs: float
 ) -> tuple[Path, dict]:
     data = folder / "train.jsonl"
     store.write_text(data, "".join(json.dumps(row) + "\n" for row in rows))
@@ -65,7 +67,11 @@ def train(
         },
     )
     settings = preset.train.model_copy(
-        update={"steps_per_round": steps, "learning_rate": learning_rate}
+        update={
+            "steps_per_round": steps,
+            "learning_rate": learning_rate,
+            "max_epochs": max_epochs,
+        }
     )
     export = preset.export.model_copy(update={"min_examples": 1, "min_per_language": 0})
     outcome = run(
@@ -112,6 +118,11 @@ def main() -> None:
     parser.add_argument("--variants", default="recipe,contract")
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument(
+        "--max-epochs",
+        default=None,
+        help="comma list of train.max_epochs to train each variant with (default: the preset's)",
+    )
     parser.add_argument("--heldout", type=int, default=6, help="held-out problems (x languages)")
     args = parser.parse_args()
     if args.rows is None:
@@ -127,26 +138,40 @@ def main() -> None:
     held = [t for t in heldout.tasks(languages)]
     names = sorted({t.family for t in held})[: args.heldout]
     held = [t for t in held if t.family in names]
+    epochs = [float(e) for e in (args.max_epochs or str(preset.train.max_epochs)).split(",")]
+    runs: list[tuple[str, str, float]] = [("base", "base", 0.0)]
+    for variant in args.variants.split(","):
+        for max_epochs in epochs:
+            label = variant if len(epochs) == 1 else f"{variant}, max_epochs {max_epochs:g}"
+            runs.append((label, variant, max_epochs))
     results = []
     with tempfile.TemporaryDirectory(prefix="train-prompt-") as scratch:
-        for variant in ["base", *args.variants.split(",")]:
+        for number, (label, variant, max_epochs) in enumerate(runs):
             started = time.monotonic()
             adapter, loss = None, "-"
             if variant != "base":
-                folder = Path(scratch) / variant
+                folder = Path(scratch) / str(number)
                 adapter, report = train(
-                    variant_rows(rows, variant), folder, preset, args.steps, args.learning_rate
+                    variant_rows(rows, variant),
+                    folder,
+                    preset,
+                    args.steps,
+                    args.learning_rate,
+                    max_epochs,
                 )
-                loss = f"{report['first_loss']:.3f} -> {report['last_loss']:.3f}"
+                loss = (
+                    f"{report['first_loss']:.3f} -> {report['last_loss']:.3f} "
+                    f"({report.get('steps', '?')} steps)"
+                )
             dev_score = evaluate(preset, adapter, dev)
             held_score = evaluate(preset, adapter, held)
             seconds = time.monotonic() - started
-            print(f"{variant}: dev {pooled(dev_score):.1f}% held-out {pooled(held_score):.1f}%")
-            results.append((variant, loss, dev_score, held_score, seconds))
+            print(f"{label}: dev {pooled(dev_score):.1f}% held-out {pooled(held_score):.1f}%")
+            results.append((label, loss, dev_score, held_score, seconds))
     lines = [
         f"rows: {args.rows} ({len(rows)} verified rows, sha256 "
         f"{store.sha256_file(args.rows)[:12]}); LoRA r{preset.train.rank}, lr "
-        f"{args.learning_rate}, at most {args.steps} steps, seed {preset.seed}; greedy, "
+        f"{args.learning_rate}, at most {args.steps} steps and max_epochs as labelled, seed {preset.seed}; greedy, "
         f"inference recipe {recipe.PROMPT_VERSION}.",
         f"dev: {len(dev)} tier-1 development tasks; held-out: {len(held)} tasks "
         f"({len(names)} non-curriculum problems x {len(languages)} languages).",
@@ -160,7 +185,7 @@ def main() -> None:
             f"| {variant} | {loss} | {pooled(dev_score):.1f}% | {pooled(held_score):.1f}% | "
             f"{cells(dev_score, languages)} | {cells(held_score, languages)} | {seconds:.0f} |"
         )
-    record("Training conversation: recipe vs contract (bench/train_prompt.py)", lines)
+    record("Training conversation and schedule (bench/train_prompt.py)", lines)
 
 
 if __name__ == "__main__":
