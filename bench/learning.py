@@ -1,16 +1,20 @@
 """Does the loop learn? N rounds of cpu-demo in a fresh session, held-out gain measured.
 
-Runs `codeloop run --preset cpu-demo` one round at a time in a new session. Before
-round 1 and after every round it evaluates the model the session retains (base
-model, or the accepted adapter), greedy, on:
+Runs the rounds of a new cpu-demo session one at a time: each round's phases up to
+`candidate` as `codeloop phase` processes, then `codeloop run` for the gate, the
+audit and the decision. It evaluates, greedy, the base model before round 1, each
+round's candidate (before finish deletes a rejected candidate's weights, so a
+round that trained but was rejected still shows what its training did), and the
+model the session retains after the round, on:
   - the fixed development set (development.json: dev families, never trained on);
   - held-out problems that are no curriculum family (bench/heldout.py), in every
     language of the preset, so a gain cannot come from the curriculum's wording.
-A rejected round leaves the retained model unchanged, so its numbers are reused.
-Per round it appends to bench/RESULTS.md: held-out pass@1 (both sets), audit pass@1
-when the audit ran, rows exported per language, train loss first -> last, the
-decision, and wall time per phase; the last entry states the gain over the base
-model in points, pooled and per language.
+Scores are cached by adapter sha256 (an accepted candidate is not measured twice).
+Per round it appends to bench/RESULTS.md: held-out pass@1 (both sets) of candidate
+and retained model, audit pass@1 when the audit ran, rows exported per language,
+train loss first -> last, the decision, and wall time per phase; each entry
+states the retained model's gain over the base model in points, pooled and per
+language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
 """
@@ -30,10 +34,11 @@ import heldout
 from results import record
 
 from codeloop import recipe, store
-from codeloop.config import SessionConfig, load
+from codeloop.config import SessionConfig, load, load_preset
 from codeloop.engines import create
 from codeloop.engines.base import adapter_sha256
 from codeloop.loop.common import PHASES
+from codeloop.loop.launcher import open_session
 from codeloop.sandbox import CheckRequest, check_many
 from codeloop.tasks.schema import Task
 
@@ -87,16 +92,23 @@ def cells(score: Score, languages: list[str]) -> str:
     return " ".join(f"{lang}={score[lang][0]}/{score[lang][1]}" for lang in languages)
 
 
-def phase_times(folder: Path, started: float) -> str:
-    """Seconds per phase, from the modification times of the PHASE.json files."""
+def phase_times(folder: Path, started: float, bench: tuple[float, float]) -> str:
+    """Seconds per phase, from the modification times of the PHASE.json files.
+
+    `bench` is the (start, end) of this script's own evaluation between two phases;
+    it is reported on its own, not counted in the phase after it.
+    """
     parts, previous = [], started
     for phase in PHASES:
         done = folder / f"{phase}.json"
         if done.exists():
             stamp = done.stat().st_mtime
-            parts.append(f"{phase} {stamp - previous:.0f}")
+            spent = stamp - previous
+            if previous <= bench[0] and stamp >= bench[1]:
+                spent -= bench[1] - bench[0]
+            parts.append(f"{phase} {spent:.0f}")
             previous = stamp
-    return ", ".join(parts)
+    return ", ".join(parts) + f" (bench held-out evaluation {bench[1] - bench[0]:.0f} s apart)"
 
 
 def main() -> None:
@@ -109,33 +121,42 @@ def main() -> None:
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
     if session.exists():
         raise SystemExit(f"{session}: exists; bench/learning.py starts a fresh session")
-    codeloop = [sys.executable, "-m", "codeloop", "run", "--session", str(session)]
+    paths = open_session(session, load_preset(args.preset))
+    config = load(paths.config)
+    languages = list(config.tasks.languages)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     measured: dict[str | None, tuple[Score, Score]] = {}
-    base: tuple[Score, Score] | None = None
-    languages: list[str] = []
-    config: SessionConfig | None = None
-    for number in range(1, args.rounds + 1):
-        started = time.time()
-        command = [*codeloop, "--rounds", str(number)]
-        if number == 1:
-            command += ["--preset", args.preset]
-        subprocess.run(command, check=True, env=env)
-        paths = store.SessionPaths(session)
-        config = config or load(paths.config)
-        languages = list(config.tasks.languages)
-        fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
-        held = heldout.tasks(languages)
-        folder = paths.round(number)
-        if base is None:
-            base = (evaluate(config, None, fixed), evaluate(config, None, held))
-            measured[None] = base
-        retained = store.read(paths.status).get("retained_adapter")
-        adapter = session / retained if retained else None
+
+    def measure(adapter: Path | None) -> tuple[Score, Score]:
         key = adapter_sha256(adapter) if adapter else None
         if key not in measured:
+            fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
+            held = heldout.tasks(languages)
             measured[key] = (evaluate(config, adapter, fixed), evaluate(config, adapter, held))
-        dev_score, held_score = measured[key]
+        return measured[key]
+
+    held_total = len(heldout.tasks(languages))
+    for number in range(1, args.rounds + 1):
+        started = time.time()
+        folder = paths.round(number)
+        for name in PHASES[: PHASES.index("candidate") + 1]:
+            if not (folder / f"{name}.json").exists():
+                phase = ["phase", "--session", str(session), "--round", str(number)]
+                subprocess.run(
+                    [sys.executable, "-m", "codeloop", *phase, "--phase", name],
+                    check=True,
+                    env=env,
+                )
+        measuring = time.time()
+        if number == 1:
+            base = measure(None)
+        weights = folder / "adapter" / "adapter_model.safetensors"
+        candidate = measure(folder / "adapter") if weights.exists() else None
+        evaluated = time.time()
+        rest = ["run", "--session", str(session), "--rounds", str(number)]
+        subprocess.run([sys.executable, "-m", "codeloop", *rest], check=True, env=env)
+        retained = store.read(paths.status).get("retained_adapter")
+        dev_score, held_score = measure(session / retained if retained else None)
         exported = store.read(folder / "export.json")
         finish = store.read(folder / "finish.json")
         training = store.read(folder / "adapter" / "training.json", None)
@@ -149,12 +170,21 @@ def main() -> None:
             f"session {session.name}, preset {args.preset}, round {number}: "
             f"**{finish['decision']}**",
             "",
-            f"- held-out pass@1, fixed development set ({sum(c[1] for c in dev_score.values())} "
-            f"tasks, never trained on): {pooled(dev_score):.1f}% "
-            f"(base {pooled(base[0]):.1f}%); {cells(dev_score, languages)}",
-            f"- held-out pass@1, non-curriculum problems ({len(held)} tasks): "
+            f"- retained model, held-out pass@1, fixed development set "
+            f"({sum(c[1] for c in dev_score.values())} tasks, never trained on): "
+            f"{pooled(dev_score):.1f}% (base {pooled(base[0]):.1f}%); "
+            f"{cells(dev_score, languages)}",
+            f"- retained model, held-out pass@1, non-curriculum problems ({held_total} tasks): "
             f"{pooled(held_score):.1f}% (base {pooled(base[1]):.1f}%); "
             f"{cells(held_score, languages)}",
+            "- this round's candidate, held-out pass@1: "
+            + (
+                f"fixed development set {pooled(candidate[0]):.1f}% "
+                f"({cells(candidate[0], languages)}); non-curriculum "
+                f"{pooled(candidate[1]):.1f}% ({cells(candidate[1], languages)})"
+                if candidate
+                else "no candidate (not trained)"
+            ),
             "- audit pass@1 (candidate): "
             + (
                 f"{audit['passed']}/{audit['total']} (macro {audit['macro_pass_at_1']:.3f})"
@@ -164,22 +194,22 @@ def main() -> None:
             f"- rows exported: {exported['rows']} "
             + " ".join(f"{lang}={n}" for lang, n in exported["languages"].items()),
             f"- train loss first -> last: {loss}",
-            f"- wall seconds per phase: {phase_times(folder, started)}",
+            f"- wall seconds per phase: {phase_times(folder, started, (measuring, evaluated))}",
         ]
-        if number == args.rounds:
-            gain_dev = pooled(dev_score) - pooled(base[0])
-            gain_held = pooled(held_score) - pooled(base[1])
-            per_language = " ".join(
-                f"{lang}={100 * (held_score[lang][0] - base[1][lang][0]) / held_score[lang][1]:+.0f}"
-                for lang in languages
-            )
-            lines += [
-                "",
-                f"Held-out gain over the base model after {number} rounds: "
-                f"{gain_dev:+.1f} points on the fixed development set, "
-                f"{gain_held:+.1f} points on the non-curriculum problems "
-                f"(per language, points: {per_language}).",
-            ]
+        # every round, so that a run stopped early still states its gain so far
+        gain_dev = pooled(dev_score) - pooled(base[0])
+        gain_held = pooled(held_score) - pooled(base[1])
+        per_language = " ".join(
+            f"{lang}={100 * (held_score[lang][0] - base[1][lang][0]) / held_score[lang][1]:+.0f}"
+            for lang in languages
+        )
+        lines += [
+            "",
+            f"Held-out gain over the base model after {number} rounds: "
+            f"{gain_dev:+.1f} points on the fixed development set, "
+            f"{gain_held:+.1f} points on the non-curriculum problems "
+            f"(per language, points: {per_language}).",
+        ]
         record(
             f"Learning on {args.preset}, round {number} of {args.rounds} (bench/learning.py)", lines
         )
