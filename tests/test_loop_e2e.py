@@ -6,6 +6,7 @@ deterministic) or from a tiny random model; training uses a tiny Llama built her
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import subprocess
@@ -20,11 +21,21 @@ pytest.importorskip("trl")
 
 from codeloop import config as session_config
 from codeloop import store
+from codeloop.engines.replay import CALL_LOG_ENV
 from codeloop.loop.common import PHASES
 from tests.loop_fixtures import make_session, tiny_model
 
 pytestmark = pytest.mark.timeout(900)
-VOLATILE = {"heartbeat_at", "seconds", "wall_seconds", "train_seconds", "tokens_per_s", "dataset"}
+# Timings, and how a run got there (resumed_from: the checkpoint a resume started from).
+VOLATILE = {
+    "heartbeat_at",
+    "seconds",
+    "wall_seconds",
+    "train_seconds",
+    "tokens_per_s",
+    "dataset",
+    "resumed_from",
+}
 
 
 @pytest.fixture(scope="module")
@@ -125,37 +136,168 @@ def _artifacts(root: Path) -> dict[str, object]:
     return found
 
 
-def test_chaos_sigkill_at_random_moments_gives_the_uninterrupted_result(
-    tmp_path: Path, model: Path
+def chaos_session(root: Path, model: Path) -> Path:
+    """The fixture session answering one task per model call, training 4 checkpointed steps,
+    so that every phase with work saves progress often enough to be killed between saves."""
+    session = make_session(root, model)
+    config = session_config.load(session / "config.toml")
+    config.engine = config.engine.model_copy(update={"batch_size": 1})
+    config.train = config.train.model_copy(update={"steps_per_round": 4, "max_epochs": 8.0})
+    store.write_text(session / "config.toml", session_config.dumps(config))
+    return session
+
+
+def saved_answers(folder: Path) -> set[str]:
+    """The model calls whose answers a round has saved, as the replay engine logs them:
+    `adapter_sha256:task_id:attempt` (the same task is asked of parent and candidate)."""
+    keys: set[str] = set()
+    for path in folder.rglob("*-attempt.json"):
+        saved = store.read(path)
+        adapter = saved["binding"]["adapter_sha256"] or "none"
+        keys |= {
+            f"{adapter}:{task}:{attempt}"
+            for task, tried in saved["attempts"].items()
+            for attempt in tried
+        }
+    return keys
+
+
+def asked_again(log: list[str], kills: list[tuple[int, set[str]]]) -> list[str]:
+    """Model calls made after a kill for answers that were saved before it."""
+    return [key for position, saved in kills for key in log[position:] if key in saved]
+
+
+def phase_process(launcher: subprocess.Popen[str]):
+    """The launcher's running phase process, or None."""
+    import psutil
+
+    try:
+        for child in psutil.Process(launcher.pid).children():
+            with contextlib.suppress(psutil.Error):  # gone, or a zombie not yet reaped
+                if "phase" in child.cmdline():
+                    child.create_time()  # cached: due() can read it after the exit
+                    return child
+    except psutil.Error:
+        pass
+    return None
+
+
+class Chaos:
+    """Kills a round while its phases work, alternating launcher and phase process.
+
+    A kill is due in phase P when P's process is past start-up (it wrote a heartbeat
+    after it started) and, for phases that save as they go, when it saved something
+    since the last kill (an answer, a training checkpoint): so kills land in real
+    work, and every restart makes progress.
+    """
+
+    def __init__(self, session: Path, log: Path, per_phase: int = 3) -> None:
+        self.session, self.log = session, log
+        self.folder = session / "round-000001"
+        self.budget = dict.fromkeys(PHASES, per_phase)
+        self.kills: list[tuple[str, str]] = []  # (phase, "launcher" | "phase")
+        self.positions: list[tuple[int, set[str]]] = []
+        self.marks: dict[str, object] = {}
+
+    def progress_mark(self, phase: str) -> object:
+        if phase == "train":  # the newest checkpoint's step (older ones are pruned)
+            steps = [int(p.name.split("-")[1]) for p in self.folder.glob("adapter/checkpoint-*")]
+            return max(steps, default=0)
+        if phase in ("collect", "baseline", "candidate", "audit-parent", "audit-candidate"):
+            return len(saved_answers(self.folder))
+        return None
+
+    def due(self, process) -> str | None:
+        beat = store.read(self.folder / "progress.json", None)
+        if not beat or self.budget.get(beat["phase"], 0) <= 0:
+            return None
+        phase = beat["phase"]
+        if (self.folder / f"{phase}.json").exists():
+            return None
+        if (self.folder / "progress.json").stat().st_mtime < process.create_time():
+            return None  # the heartbeat is the previous run's: still starting up
+        mark = self.progress_mark(phase)
+        if mark is not None and (not mark or self.marks.get(phase) == mark):
+            return None  # nothing saved since the last kill
+        return phase
+
+    def run(self, deadline: float) -> None:
+        rng = random.Random(2026)
+        while True:
+            assert time.monotonic() < deadline, f"chaos run did not finish; kills: {self.kills}"
+            launcher = run(self.session)
+            while launcher.poll() is None:
+                process = phase_process(launcher)
+                phase = self.due(process) if process is not None else None
+                if phase is None:
+                    time.sleep(0.01)
+                    continue
+                time.sleep(rng.uniform(0.0, 0.05))
+                whom = "phase" if len(self.kills) % 2 else "launcher"
+                (process if whom == "phase" else launcher).kill()
+                if whom == "phase":
+                    with contextlib.suppress(Exception):
+                        process.wait(timeout=60)
+                else:
+                    launcher.wait(timeout=60)
+                    with contextlib.suppress(Exception):
+                        process.wait(timeout=60)  # dies with its launcher
+                self.budget[phase] -= 1
+                self.marks[phase] = self.progress_mark(phase)
+                self.kills.append((phase, whom))
+                lines = self.log.read_text().splitlines() if self.log.exists() else []
+                self.positions.append((len(lines), saved_answers(self.folder)))
+            launcher.wait(timeout=900)
+            if launcher.returncode == 0:
+                return
+
+
+def test_chaos_kills_during_work_give_the_uninterrupted_result_without_asking_again(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calm = make_session(tmp_path / "calm", model)
+    calm = chaos_session(tmp_path / "calm", model)
+    monkeypatch.setenv(CALL_LOG_ENV, str(tmp_path / "calm-calls.log"))
     assert run(calm).wait(timeout=900) == 0
-    chaos = make_session(tmp_path / "chaos", model)
-    rng = random.Random(2026)
-    targets = [phase for phase in PHASES for _ in range(3)]
-    kills: list[str] = []
-    deadline = time.monotonic() + 600
-    folder = chaos / "round-000001"
-    while True:
-        assert time.monotonic() < deadline, f"chaos run did not finish; kills: {kills}"
-        process = run(chaos)
-        while process.poll() is None and targets and len(kills) < 20:
-            if (folder / f"{targets[0]}.json").exists():
-                targets.pop(0)
-                continue
-            beat = store.read(folder / "progress.json", None)
-            if beat and beat.get("phase") == targets[0]:
-                time.sleep(rng.uniform(0.0, 0.3))
-                process.kill()
-                kills.append(targets.pop(0))
-                break
-            time.sleep(0.02)
-        process.wait(timeout=900)
-        if process.returncode == 0:
-            break
-    assert len(kills) >= 15, kills
-    assert len(set(kills)) >= 7, kills  # spread over the phases
-    assert _artifacts(chaos) == _artifacts(calm)
+    calm_calls = (tmp_path / "calm-calls.log").read_text().splitlines()
+    assert len(calm_calls) == len(set(calm_calls))
+
+    log = tmp_path / "chaos-calls.log"
+    monkeypatch.setenv(CALL_LOG_ENV, str(log))
+    chaos = Chaos(chaos_session(tmp_path / "chaos", model), log)
+    chaos.run(time.monotonic() + 720)
+    phases = {phase for phase, _whom in chaos.kills}
+    assert len(chaos.kills) >= 20, chaos.kills
+    assert {"collect", "train", "audit-parent", "audit-candidate"} <= phases, chaos.kills
+    assert {whom for _phase, whom in chaos.kills} == {"launcher", "phase"}
+    assert asked_again(log.read_text().splitlines(), chaos.positions) == []
+    assert sorted(set(log.read_text().splitlines())) == sorted(calm_calls)
+    assert _artifacts(chaos.session) == _artifacts(calm)
+
+
+def test_the_chaos_check_catches_a_resume_that_forgets_saved_answers(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A deliberately broken resume: after a kill in collect, the saved answers are lost
+    # (as if resume ignored them), so the next run asks the model again.
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv(CALL_LOG_ENV, str(log))
+    chaos = Chaos(chaos_session(tmp_path / "broken", model), log, per_phase=0)
+    chaos.budget["collect"] = 1
+    launcher = run(chaos.session)
+    deadline = time.monotonic() + 300
+    while not chaos.kills:
+        assert launcher.poll() is None and time.monotonic() < deadline
+        process = phase_process(launcher)
+        if process is not None and chaos.due(process) == "collect":
+            launcher.kill()
+            launcher.wait(timeout=60)
+            chaos.kills.append(("collect", "launcher"))
+            chaos.positions.append((len(log.read_text().splitlines()), saved_answers(chaos.folder)))
+        time.sleep(0.01)
+    (chaos.folder / "collect-attempt.json").unlink()
+    (chaos.folder / "collect-rows.json").unlink(missing_ok=True)
+    assert run(chaos.session).wait(timeout=900) == 0
+    assert asked_again(log.read_text().splitlines(), chaos.positions)
 
 
 def test_pause_file_stops_at_a_safe_point_and_the_next_run_continues(

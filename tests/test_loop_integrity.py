@@ -267,3 +267,48 @@ def test_replayed_answers_never_train_outside_tests(session: Path) -> None:
     forget(session, "export")
     with pytest.raises(ConfigError, match="no model of this session wrote"):
         run_phase(session, 1, "export")
+
+
+def test_a_pause_during_export_resumes_without_checking_a_program_twice(
+    session: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codeloop.loop import export
+    from codeloop.loop.common import Paused
+
+    folder = forget(session, "export")
+    (folder / "export-verified.json").unlink()
+    expected = (folder / "train.jsonl").read_bytes()
+    monkeypatch.setattr(export, "REVERIFY_CHUNK", 1)
+    checked: list[str] = []
+    real = export.check_answers
+
+    def check_then_pause(r, items, public=False):
+        checked.extend(answer for _task, answer in items)
+        results = real(r, items, public)
+        if len(checked) == 1:
+            (session / "PAUSE").touch()  # as a user would, while the first chunk runs
+        return results
+
+    monkeypatch.setattr(export, "check_answers", check_then_pause)
+    with pytest.raises(Paused):
+        run_phase(session, 1, "export")
+    assert len(checked) == 1 and not (folder / "export.json").exists()
+    assert len(store.read(folder / "export-verified.json")["passed"]) == 1
+    (session / "PAUSE").unlink()
+    run_phase(session, 1, "export", True)
+    passed = store.read(folder / "export-verified.json")["passed"]
+    assert len(checked) == len(passed) > 1  # each program checked once over both runs
+    assert (folder / "train.jsonl").read_bytes() == expected
+
+
+def test_a_pause_stops_a_sandbox_batch_before_its_next_check(session: Path) -> None:
+    from codeloop.loop.collect import check_answers
+    from codeloop.loop.common import Paused
+    from codeloop.loop.phases import open_round
+
+    r = open_round(session, 1)
+    items = [(task, "```python\nprint(1)\n```") for task in r.tasks("train")[:3]]
+    assert len(check_answers(r, items)) == 3
+    (session / "PAUSE").touch()
+    with pytest.raises(Paused, match="during a sandbox batch"):
+        check_answers(r, items)

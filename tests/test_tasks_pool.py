@@ -237,3 +237,30 @@ def test_rendered_tasks_are_solvable_in_their_language(language: str) -> None:
     wrong = SUM_TWO[language].replace("t[0] + t[1]", "t[0] - t[1]").replace("a + b", "a - b")
     assert wrong != SUM_TWO[language]
     assert not check_program(language, wrong, cases, checker=task.checker).passed
+
+
+def test_a_stop_during_validation_writes_no_batch_and_the_next_call_draws_the_same(
+    built: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from codeloop.sandbox import Interrupted
+
+    session = copy_session(built, tmp_path)
+    second = session / "pool" / "batch-000002"
+    expected = store.read(second / "tasks.json")
+    shutil.rmtree(second)
+    config = session_config(CURRICULUM, languages=["python", "c", "rust"])
+    asked: list[int] = []
+
+    def stop() -> bool:  # stop once two checks have been started
+        asked.append(1)
+        return len(asked) > 2
+
+    with pytest.raises(Interrupted) as stopped:
+        prepare_batch(session, config, n=45, stop=stop)
+    assert 1 <= len(stopped.value.done) < 15  # 15 problems: most never started
+    assert not second.exists() and len(pool_tasks(session)) == 45
+    batch = prepare_batch(session, config, n=45)
+    assert batch.folder.name == "batch-000002"
+    assert store.read(batch.folder / "tasks.json") == expected

@@ -29,8 +29,8 @@ from codeloop import recipe, store
 from codeloop.engines import Engine, create
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import IntegrityError, SandboxEnvironmentError
-from codeloop.loop.common import Round
-from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.loop.common import Paused, Round
+from codeloop.sandbox import Check, CheckRequest, Interrupted, check_many
 from codeloop.tasks.schema import Task
 
 
@@ -83,9 +83,17 @@ def check_answers(r: Round, items: list[tuple[Task, str]], public: bool = False)
         else:
             requests.append(request(task, program, r, public))
             where.append(index)
-    checked = check_many(
-        requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
-    )
+    try:
+        checked = check_many(
+            requests,
+            workers=r.config.sandbox.workers,
+            backend=r.config.sandbox.backend,
+            stop=r.stop_requested,
+        )
+    except Interrupted:
+        raise Paused(
+            f"round {r.number}: paused during a sandbox batch; run again to continue"
+        ) from None
     suspects = {items[i][0].language for i, c in zip(where, checked, strict=True) if _env(c)}
     broken = {lang: c for lang, c in probe_languages(r, sorted(suspects)).items() if not c.passed}
     for index, check in zip(where, checked, strict=True):

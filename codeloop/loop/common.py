@@ -72,9 +72,13 @@ class Round:
     def progress(self, phase: str, completed: int = 0, total: int = 0, **extra: Any) -> None:
         store.write_progress(self.folder, phase, completed, total, round=self.number, **extra)
 
+    def stop_requested(self) -> bool:
+        """A stop was asked for: SIGTERM/SIGINT, or the session's pause file exists."""
+        return _stop["requested"] or self.session.pause_file.exists()
+
     def check_stop(self) -> None:
         """Raise `Paused` if a stop was asked for (signal or the session's pause file)."""
-        if _stop["requested"] or self.session.pause_file.exists():
+        if self.stop_requested():
             raise Paused(f"round {self.number}: paused at a safe point; run again to continue")
 
     def phase_done(self, phase: str) -> bool:

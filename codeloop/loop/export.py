@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codeloop import recipe, store
+from codeloop import __version__, recipe, store
 from codeloop.errors import ConfigError, IntegrityError
 from codeloop.loop.collect import check_answers
 from codeloop.loop.common import Round
@@ -90,6 +90,53 @@ def candidates(r: Round) -> dict[str, list[Candidate]]:
     return found
 
 
+REVERIFY_CHUNK = 16
+"""Programs re-verified between two saves of export-verified.json (and stop checks)."""
+
+
+def _key(task: Task, program: str) -> str:
+    return store.sha256_json([task.id, program])
+
+
+def reverify(r: Round, flat: list[Candidate]) -> None:
+    """Check every chosen program again, in chunks, resumably.
+
+    Passed programs are recorded in export-verified.json after each chunk, so a
+    pause (the session's PAUSE file or SIGTERM, honoured before each chunk and
+    inside a chunk's sandbox batch) or a kill loses at most one chunk of checks. The
+    ledger counts only under the codeloop version and sandbox config that wrote it.
+    """
+    ledger = r.path("export-verified.json")
+    binding = {
+        "codeloop": __version__,
+        "sandbox_sha256": store.sha256_json(r.config.sandbox.model_dump(mode="json")),
+    }
+    saved = store.read(ledger, {"binding": binding, "passed": []})
+    passed: set[str] = set(saved["passed"]) if saved.get("binding") == binding else set()
+    todo = [item for item in flat if _key(item[0], item[1]) not in passed]
+    for start in range(0, len(todo), REVERIFY_CHUNK):
+        r.check_stop()
+        r.progress(
+            "export",
+            len(flat) - len(todo) + start,
+            len(flat),
+            task="re-verifying replayed answers",
+        )
+        chunk = todo[start : start + REVERIFY_CHUNK]
+        checks = check_answers(
+            r, [(task, recipe.fenced(program, task.language)) for task, program, _n in chunk]
+        )
+        for (task, program, number), check in zip(chunk, checks, strict=True):
+            if not check.passed:
+                raise IntegrityError(
+                    f"task {task.id} ({task.language}, round {number}): a previously verified "
+                    f"training answer no longer passes ({check.status}); the sandbox or the "
+                    "task changed, so earlier verification cannot be trusted"
+                )
+            passed.add(_key(task, program))
+        store.write_json(ledger, {"binding": binding, "passed": sorted(passed)})
+
+
 def run(r: Round, resume: bool) -> dict[str, Any]:
     cfg = r.config
     if cfg.engine.kind == "replay" and not cfg.export.allow_replay_answers:
@@ -105,17 +152,7 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         lang: found.get(lang, [])[-cfg.export.replay_per_language :] for lang in cfg.tasks.languages
     }
     flat = [item for lang in cfg.tasks.languages for item in chosen[lang]]
-    r.progress("export", 0, len(flat), task="re-verifying replayed answers")
-    checks = check_answers(
-        r, [(task, recipe.fenced(program, task.language)) for task, program, _n in flat]
-    )
-    for (task, _program, number), check in zip(flat, checks, strict=True):
-        if not check.passed:
-            raise IntegrityError(
-                f"task {task.id} ({task.language}, round {number}): a previously verified "
-                f"training answer no longer passes ({check.status}); the sandbox or the task "
-                "changed, so earlier verification cannot be trusted"
-            )
+    reverify(r, flat)
     count = _token_counter(r)
     grouped: dict[str, list[dict[str, Any]]] = {lang: [] for lang in cfg.tasks.languages}
     too_long = 0

@@ -13,7 +13,8 @@ from typing import Any
 
 from codeloop import store
 from codeloop.errors import ConfigError, IntegrityError, SandboxEnvironmentError
-from codeloop.loop.common import Round, status
+from codeloop.loop.common import Paused, Round, status
+from codeloop.sandbox import Interrupted
 from codeloop.tasks.order import balanced_order
 from codeloop.tasks.pool import pool_tasks, prepare_batch
 from codeloop.tasks.schema import Task
@@ -107,7 +108,14 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
             wanted_train + wanted_dev,
             task="validating a new pool batch in the sandbox",
         )
-        prepare_batch(r.session.root, r.config)
+        r.check_stop()
+        try:
+            prepare_batch(r.session.root, r.config, stop=r.stop_requested)
+        except Interrupted:
+            raise Paused(
+                f"round {r.number}: paused while validating a pool batch (it is drawn again "
+                "on the next run); run again to continue"
+            ) from None
     size = r.config.round.validation_tasks
     if not fixed:
         fixed = dev[:size]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from codeloop.config import SandboxLimits
 from codeloop.sandbox.check import STATUSES, Case, Check, CheckRequest, outputs_match
 from codeloop.sandbox.languages import LANGUAGES
-from codeloop.sandbox.pool import check_many, describe, shutdown
+from codeloop.sandbox.pool import Interrupted, check_many, describe, shutdown
 
 __all__ = [
     "LANGUAGES",
@@ -19,6 +19,7 @@ __all__ = [
     "Case",
     "Check",
     "CheckRequest",
+    "Interrupted",
     "SandboxLimits",
     "check_many",
     "check_program",

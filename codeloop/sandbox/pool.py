@@ -20,6 +20,19 @@ from collections.abc import Callable, Iterable
 
 from codeloop.sandbox.check import Check, CheckRequest
 
+
+class Interrupted(Exception):
+    """A batch stopped early because its `stop` callback asked; `done` holds what finished.
+
+    Checks already running are finished (a verdict is never cut short), no new one
+    starts, so a caller can save `done` and continue from there later.
+    """
+
+    def __init__(self, done: dict[int, Check]) -> None:
+        super().__init__(f"sandbox batch stopped on request after {len(done)} checks")
+        self.done = done
+
+
 _pools: dict[tuple[str, int], WorkerPool] = {}
 _announced: set[str] = set()
 _lock = threading.Lock()
@@ -75,16 +88,23 @@ class WorkerPool:
         self.workers = [_Worker(backend, index) for index in range(workers)]
 
     def run(
-        self, requests: list[CheckRequest], on_done: Callable[[int, Check], None] | None = None
+        self,
+        requests: list[CheckRequest],
+        on_done: Callable[[int, Check], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> list[Check]:
         results: list[Check | None] = [None] * len(requests)
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for index in range(len(requests)):
             todo.put(index)
         done_lock = threading.Lock()
+        stopped = threading.Event()
 
         def drive(worker: _Worker) -> None:
             while True:
+                if stop is not None and (stopped.is_set() or stop()):
+                    stopped.set()
+                    return
                 try:
                     index = todo.get_nowait()
                 except queue.Empty:
@@ -111,6 +131,8 @@ class WorkerPool:
             thread.start()
         for thread in threads:
             thread.join()
+        if stopped.is_set() and any(result is None for result in results):
+            raise Interrupted({i: check for i, check in enumerate(results) if check is not None})
         return [result for result in results if result is not None]
 
     def describe(self) -> str:
@@ -155,9 +177,14 @@ def check_many(
     workers: int | None = None,
     backend: str = "bwrap",
     on_done: Callable[[int, Check], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Check]:
-    """Check every request in parallel; results in the order of `requests`."""
-    return get_pool(backend, workers).run(list(requests), on_done)
+    """Check every request in parallel; results in the order of `requests`.
+
+    `stop` is asked before each check starts; once it answers True no further check
+    starts and `Interrupted` is raised with the checks that finished.
+    """
+    return get_pool(backend, workers).run(list(requests), on_done, stop)
 
 
 def shutdown() -> None:

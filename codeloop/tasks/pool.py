@@ -221,8 +221,13 @@ def prepare_batch(
     *,
     n: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Batch:
     """Draw up to `n` fresh tasks (default `tasks.batch_size`), validate, write the next batch.
+
+    A batch is written whole or not at all: when `stop` asks to stop during its
+    validation, the sandbox's `Interrupted` propagates and nothing is written, so
+    the next call draws the same tasks again.
 
     Raises `ConfigError` when the sources have no fresh task left, and
     `IntegrityError` when the existing pool is tampered with or the new tasks would
@@ -249,7 +254,7 @@ def prepare_batch(
     drawn = [task for problem in candidates for task in problem.tasks]
     check_pool([*pooled, *drawn], str(paths.pool))  # before any sandbox time is spent
     started = time.monotonic()
-    verdicts = validate_problems(candidates, config.sandbox, on_done=on_progress)
+    verdicts = validate_problems(candidates, config.sandbox, on_done=on_progress, stop=stop)
     seconds = time.monotonic() - started
 
     accepted: list[Task] = []

@@ -75,13 +75,15 @@ def validate_problems(
     sandbox: SandboxConfig,
     *,
     on_done: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Verdict]:
     """A verdict per problem, in order. Problems with a `skip_reason` are dropped unchecked.
 
     Accepted without proof (`verified=False`): a problem with no runnable reference
     (LiveCodeBench ships none), or a function task whose language the sandbox cannot
     yet compose tests for. Raises `SandboxEnvironmentError` when every reference of
-    a stdio problem met an environment error.
+    a stdio problem met an environment error, and the sandbox's `Interrupted` when
+    `stop` asks to stop before every check ran.
     """
     from codeloop.sandbox import check_many
 
@@ -100,7 +102,9 @@ def validate_problems(
             on_done(finished[0], total)
 
     checks = (
-        check_many(requests, workers=sandbox.workers, backend=sandbox.backend, on_done=done)
+        check_many(
+            requests, workers=sandbox.workers, backend=sandbox.backend, on_done=done, stop=stop
+        )
         if requests
         else []
     )
