@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -184,6 +185,45 @@ def test_missing_bubblewrap_is_an_environment_error_not_a_downgrade(monkeypatch)
     check = sandbox.check(CheckRequest(language="python", program="print(1)", cases=CASES))
     assert check.status == "environment_error"
     assert "bubblewrap is not installed" in check.feedback and check.backend == "bwrap"
+
+
+@pytest.mark.parametrize("language", ["c", "go"])
+def test_a_compiler_the_environment_breaks_is_an_environment_error_never_cached(
+    monkeypatch, language: str
+) -> None:
+    """A compiler that cannot write its output fails every source alike: that must not
+    become (or be cached as) the answer's compile_error."""
+    import os
+    import uuid
+
+    from codeloop.sandbox import harness
+    from codeloop.sandbox.check import Sandbox
+
+    programs = {
+        "c": '#include <stdio.h>\nint main(void) { int x; scanf("%d", &x); '
+        'printf("%d\\n", x + 1); return 0; }\n',
+        "go": 'package main\n\nimport "fmt"\n\nfunc main() {\n\tvar x int\n'
+        "\tfmt.Scan(&x)\n\tfmt.Println(x + 1)\n}\n",
+    }
+    # A source never seen before, so no cached outcome can answer for it.
+    program = programs[language] + f"// {uuid.uuid4().hex}\n"
+    request = CheckRequest(
+        language=language, program=program, cases=[{"input": "1\n", "output": "2\n"}]
+    )
+    real = harness.prepare_box
+
+    def read_only_box(parent: Path, owner: int | None) -> Path:
+        box = real(parent, owner)
+        os.chmod(box, 0o555)  # the compiler may not write its output
+        return box
+
+    sandbox = Sandbox("bwrap", worker=7)
+    monkeypatch.setattr(harness, "prepare_box", read_only_box)
+    broken = sandbox.check(request)
+    assert broken.status == "environment_error", broken
+    assert "known-good program" in broken.feedback
+    monkeypatch.setattr(harness, "prepare_box", real)
+    assert sandbox.check(request).passed  # the same source, now compiled for real
 
 
 def test_the_recipes_worked_answers_pass_in_every_language() -> None:

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -42,6 +43,8 @@ _COMPILE_CHARS = 1500
 
 MAX_PROGRAM_BYTES = 256 * 1024
 """Largest program the sandbox compiles or runs (model answers are a few KiB)."""
+CANARY_TTL_S = 120.0
+"""How long a worker trusts a toolchain after its canary compiled."""
 
 
 class Case(BaseModel):
@@ -232,6 +235,7 @@ class Sandbox:
         self.backend = harness.make_backend(backend, worker)
         self.scratch = shared_folder("scratch", None) / f"w{worker}"
         self.cache = CompileCache()
+        self._canary_passed: dict[str, float] = {}
         self._gocache: Path | None = None
         self._pch: Path | None = None
 
@@ -360,6 +364,10 @@ class Sandbox:
             if run.timed_out:
                 return self._failed("compile_error", "Compilation timed out."), elapsed
             outcome = {"ok": run.exit_code == 0, "stderr": stderr}
+            if not outcome["ok"]:
+                broken = self._broken_toolchain(language, limits)
+                if broken is not None:
+                    return self._failed("environment_error", broken), elapsed
             # Only a compiler that ran to its own end is a fact about the source: one
             # killed by a signal, the OOM killer or the output cap may do better next time.
             if run.exit_code is not None and not (run.oom_killed or run.output_exceeded):
@@ -368,6 +376,45 @@ class Sandbox:
             feedback = _compile_feedback(outcome["stderr"])
             return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
         return None, elapsed
+
+    def _broken_toolchain(self, language: Language, limits: SandboxLimits) -> str | None:
+        """After a failed compile: does the language's known-good canary compile here?
+
+        A compiler that cannot write its output, find its libraries or start at all
+        fails every source alike; that is the environment's fault, and caching it as
+        the source's compile_error would fail a correct answer for good. The canary is
+        never cached; a pass is remembered for CANARY_TTL_S per worker. Returns what
+        went wrong when the canary fails too, else None.
+        """
+        passed = self._canary_passed.get(language.name)
+        if not language.canary or (passed is not None and time.monotonic() - passed < CANARY_TTL_S):
+            return None
+        argv = language.compile_argv(limits.memory_mib)
+        assert argv is not None
+        argv, binds, env = self._compile_setup(language, language.canary, argv)
+        box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        try:
+            (box / language.source).write_text(language.canary)
+            (box / language.source).chmod(0o644)
+            run = harness.run(
+                self.backend,
+                argv,
+                box=box,
+                compile_step=True,
+                env=env,
+                binds=binds,
+                limits=self._compile_limits(limits),
+            )
+        finally:
+            harness.remove_box(box)
+        if run.exit_code == 0 and not run.setup_error:
+            self._canary_passed[language.name] = time.monotonic()
+            return None
+        detail = run.setup_error or (_decode(run.stderr) + _decode(run.stdout)).strip()
+        return (
+            f"the {language.name} compiler also fails on a known-good program here, so "
+            f"the failure is the toolchain's or the sandbox's: {detail[:400]}"
+        )
 
     def _failed(self, status: str, feedback: str, **extra: object) -> Check:
         return Check(

@@ -54,6 +54,9 @@ class Language:
     """stderr phrases by which the runtime reports a failed allocation."""
     compile_error: tuple[str, ...] = ()
     """stderr phrases that mean the program never started (interpreted languages)."""
+    canary: str = ""
+    """A known-good program: when a compile fails, compiling this tells a broken
+    toolchain or sandbox (an environment error, never cached) from a bad source."""
 
     def run_argv(self, memory_mib: int) -> list[str]:
         return [part.format(box=BOX, mem=memory_mib) for part in self.run]
@@ -99,6 +102,7 @@ LANGUAGES: dict[str, Language] = {
         ),
         Language(
             name="typescript",
+            canary="const canary: number = 1;\nconsole.log(canary);\n",
             source="main.ts",
             compile=(
                 "/usr/bin/tsc",
@@ -132,6 +136,7 @@ LANGUAGES: dict[str, Language] = {
         ),
         Language(
             name="c",
+            canary="int main(void) { return 0; }\n",
             source="main.c",
             compile=(
                 "/usr/bin/gcc",
@@ -149,6 +154,7 @@ LANGUAGES: dict[str, Language] = {
         ),
         Language(
             name="cpp",
+            canary="#include <iostream>\nint main() { std::cout << 1 << std::endl; return 0; }\n",
             source="main.cpp",
             compile=(
                 "/usr/bin/g++",
@@ -168,6 +174,11 @@ LANGUAGES: dict[str, Language] = {
         ),
         Language(
             name="java",
+            canary=(
+                "public class Main {\n"
+                "    public static void main(String[] args) { System.out.println(1); }\n"
+                "}\n"
+            ),
             source="Main.java",
             compile=(
                 "/usr/bin/javac",
@@ -190,6 +201,7 @@ LANGUAGES: dict[str, Language] = {
         ),
         Language(
             name="rust",
+            canary='fn main() { println!("1"); }\n',
             source="main.rs",
             compile=(
                 "/usr/bin/rustc",
@@ -208,6 +220,7 @@ LANGUAGES: dict[str, Language] = {
         ),
         Language(
             name="go",
+            canary='package main\n\nimport "fmt"\n\nfunc main() { fmt.Println(1) }\n',
             source="main.go",
             compile=(GO, "build", "-o", "{box}/main", "{box}/main.go"),
             run=("{box}/main",),
