@@ -37,6 +37,8 @@ TABLES = [
     ("cpp", "CPP_ATTACKS", "CPP/0"),
     ("go", "GO_ATTACKS", "Go/0"),
     ("java", "JAVA_ATTACKS", "Java/0"),
+    ("rust", "RUST_ATTACKS", "Rust/0"),
+    ("rust", "RUST_12_ATTACKS", "Rust/12"),
 ]
 
 
@@ -60,14 +62,14 @@ def main() -> None:
     assert spec is not None and spec.loader is not None
     attacks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(attacks)
-    rows = load_humaneval_x(HUMANEVAL_X, [lang for lang, _t, _k in TABLES]).rows
+    rows = load_humaneval_x(HUMANEVAL_X, sorted({lang for lang, _t, _k in TABLES})).rows
     wanted: list[tuple[str, str, CheckRequest]] = []
     for language, table, task in TABLES:
-        for name, entry in getattr(attacks, table).items():
+        for name, entry in getattr(attacks, table, {}).items():
             task_id, body = entry if task is None else (task, entry)
             wanted.append((language, f"attack {name}", request(rows[task_id], body)))
         attacked = {
-            entry[0] if task is None else task for entry in getattr(attacks, table).values()
+            entry[0] if task is None else task for entry in getattr(attacks, table, {}).values()
         }
         for task_id in sorted(attacked):
             wanted.append(
@@ -81,7 +83,7 @@ def main() -> None:
         "| language | wrong answers | forged | canonical passed | forged attacks |",
         "|---|---|---|---|---|",
     ]
-    for language, _table, _task in TABLES:
+    for language in dict.fromkeys(lang for lang, _t, _k in TABLES):
         mine = [(n, c) for (lang, n, _r), c in zip(wanted, checks, strict=True) if lang == language]
         wrong = [(n, c) for n, c in mine if n.startswith("attack")]
         forged = [n.removeprefix("attack ") for n, c in wrong if c.status == "passed"]

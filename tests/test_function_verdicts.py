@@ -26,6 +26,12 @@ in it) both were judged passed.
 C++ (CPP_ATTACKS): the test and the solution are separate programs in two sandboxes.
 Under the former composition (one translation unit, no success marker) all four were
 judged passed.
+
+Rust (RUST_ATTACKS): the test crate (built with `rustc --test`) and the solution's
+crate are built apart and run in two sandboxes; under the former composition (one
+crate, marker "test result: ok.") assert-macro-shadowed, exit-before-main and
+prelude-some-shadowed (RUST_12_ATTACKS) were judged passed; fake-summary-exit-zero
+was not (the harness captures a test's output).
 Every answer runs in bubblewrap through `check_many`; all checks run in one batch.
 """
 
@@ -189,6 +195,42 @@ JAVA_ATTACKS: dict[str, str] = {
     ),
 }
 
+# Generations (function bodies) for HumanEval-X Rust task 0, has_close_elements.
+RUST_ATTACKS: dict[str, str] = {
+    # The test harness's own summary line, printed by the program, then exit 0.
+    "fake-summary-exit-zero": (
+        '    println!("\ntest result: ok. 1 passed; 0 failed; 0 ignored");\n'
+        "    std::process::exit(0);\n}\n"
+    ),
+    # Macros defined earlier in the crate shadow std's assert_eq! in the later test
+    # module (textual scope), so every assertion passes.
+    "assert-macro-shadowed": (
+        "    false\n}\n\n"
+        "macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\n"
+        "macro_rules! assert {\n    ($($t:tt)*) => {};\n}\n"
+    ),
+    # Code that runs before main (an .init_array entry) and ends the process with 0.
+    "exit-before-main": (
+        "    false\n}\n\n"
+        'extern "C" fn codeloop_early_exit() {\n'
+        '    println!("test result: ok. 1 passed; 0 failed");\n'
+        "    std::process::exit(0);\n}\n"
+        '#[used]\n#[link_section = ".init_array"]\n'
+        'static EARLY: extern "C" fn() = codeloop_early_exit;\n'
+    ),
+}
+
+# Rust task 12 (longest -> Option<String>): a function of the solution that the test
+# calls gets a proxy in the test's crate; one named like a prelude item (`Some`) must
+# not get one, or the test's `use super::*` would shadow the prelude with it.
+RUST_12_ATTACKS: dict[str, str] = {
+    "prelude-some-shadowed": (
+        "    None\n}\n\n"
+        "#[allow(non_snake_case)]\nfn Some(value: String) -> Option<String> {\n"
+        "    let _ = value;\n    None\n}\n"
+    ),
+}
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -227,6 +269,8 @@ def wrong_answers() -> list[tuple[str, str, str]]:
         ("cpp", "CPP/0", CPP_ATTACKS),
         ("go", "Go/0", GO_ATTACKS),
         ("java", "Java/0", JAVA_ATTACKS),
+        ("rust", "Rust/0", RUST_ATTACKS),
+        ("rust", "Rust/12", RUST_12_ATTACKS),
     ):
         found += [(task_id, f"{language} {name}", body) for name, body in table.items()]
     return found
@@ -238,7 +282,8 @@ ATTACKED = sorted({task_id for task_id, _name, _body in WRONG})
 
 @pytest.fixture(scope="module")
 def checks() -> dict[str, Check]:
-    rows = load_humaneval_x(HUMANEVAL_X, ["python", "javascript", "cpp", "go", "java"]).rows
+    languages = ["python", "javascript", "cpp", "go", "java", "rust"]
+    rows = load_humaneval_x(HUMANEVAL_X, languages).rows
 
     def request(task_id: str, generation: str) -> CheckRequest:
         job = humaneval_x_job(rows[task_id], generation)
