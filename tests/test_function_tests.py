@@ -32,8 +32,18 @@ PREFIX = {
 }
 CANONICAL_IDS = [0, 12, 38, 53, 101, 162]
 """Several shapes per language: lists, strings, randomised tests (38, 53), md5 (162)."""
-EXTRA_CANONICAL = ["Go/17", "Go/27", "Go/20", "Go/108", "Java/151", "JavaScript/162"]
-"""Go tasks whose official composition fails on imports; Java's `assert`; js-md5."""
+EXTRA_CANONICAL = [
+    "Go/17",
+    "Go/27",
+    "Go/20",
+    "Go/108",
+    "Java/151",
+    "JavaScript/162",
+    "Rust/10",
+    "Rust/22",
+]
+"""Go tasks whose official composition fails on imports; Java's `assert`; js-md5; a
+Rust test of a function only the solution declares (10); Box<dyn Any> (22)."""
 
 
 # Bodies for task 0 (has_close_elements) that are wrong, do not compile, or exit early.

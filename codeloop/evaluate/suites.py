@@ -119,12 +119,13 @@ def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
         test = row["test_setup"] + "\n" + test
         return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
     elif language == "rust":
-        program = RUST_MAIN + row["declaration"] + prompt + generation
+        trusted = RUST_MAIN + row["declaration"]
+        program = trusted + prompt + generation
+        return Job(row["task_id"], language, program, test, prompt=trusted)
     elif language == "javascript":
         return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
     else:  # java
         return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
-    return Job(task_id=row["task_id"], language=language, program=program, test=test)
 
 
 def humaneval_job(row: dict[str, Any], completion: str) -> Job:

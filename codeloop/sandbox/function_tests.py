@@ -27,14 +27,17 @@ Per language (the official composition first, then our corrections):
   `rustc --test`, linking rand, regex and md5 prebuilt once from Debian's
   /usr/share/cargo/registry (cargo as a directory source, offline), with cargo
   test's debug checks (overflow, debug assertions) kept on. A test written for
-  the rand 0.7 API (Rust/50) is an environment error, not a wrong answer.
+  the rand 0.7 API (Rust/50) is an environment error, not a wrong answer. With a
+  trusted prompt whose open function has types that can cross, solution and test
+  are two crates in two sandboxes (`rustbox`).
 
 Verdicts the program cannot write: where the task's prompt names the function
 under test with types that can cross between processes, the test runs apart from
-the solution (Python: two processes, `pybox`; JavaScript, C++, Go, Java: two
-sandboxes, `jsbox`/`cppbox`/`gobox`/`javabox`), only plain values travel between
-them, and the test process alone prints a nonce it read from stdin. Otherwise
-(Rust; `boost::any`, `interface{}`, arrays; no prompt) program and test share one
+the solution (Python: two processes, `pybox`; JavaScript, C++, Go, Java, Rust: two
+sandboxes, `jsbox`/`cppbox`/`gobox`/`javabox`/`rustbox`), only plain values travel
+between them, and only the test process reports (a nonce it read from stdin; Rust:
+the trusted test harness's summary and exit code). Otherwise (`boost::any`,
+`interface{}`, `Box<dyn Any>`, arrays; no prompt) program and test share one
 process with an end-of-tests marker, where a program can still forge the verdict.
 """
 
@@ -49,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codeloop.sandbox import cppbox, gobox, harness, javabox, jsbox, pybox
+from codeloop.sandbox import cppbox, gobox, harness, javabox, jsbox, pybox, rustbox
 from codeloop.sandbox.cache import locked, shared_folder
 from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
@@ -852,6 +855,38 @@ def _rust(
     externs: list[str] = []
     for name, rlib in sorted(crates.items()):
         externs += ["--extern", f"{name}={_CRATES_MOUNT}/{rlib}"]
+    found = (
+        rustbox.signatures(context.prompt, context.entry_point, program, test)
+        if context.prompt
+        else None
+    )
+    if found is not None:
+        sigs, at = found
+        linked = ["-L", f"dependency={_CRATES_MOUNT}", *externs]
+        server_flags = [flag for flag in _RUST_FLAGS if flag != "--test"]
+        steps = [
+            ["/usr/bin/rustc", *server_flags, *linked, "-o", f"{BOX}/server", f"{BOX}/server.rs"],
+            ["/usr/bin/rustc", *_RUST_FLAGS, *linked, "-o", f"{BOX}/main", f"{BOX}/main.rs"],
+        ]
+        return TestBuild(
+            files={
+                "server.rs": rustbox.server_source(program, sigs).encode(),
+                "main.rs": rustbox.test_source(context.prompt, test, sigs, at).encode(),
+                rustbox.MODULE: rustbox.module(),
+            },
+            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            run=[f"{BOX}/main", "--test-threads=1"],
+            partner=[f"{BOX}/server", "{requests}", "{replies}"],
+            env={
+                **language.env,
+                "CODELOOP_REQUESTS": "{requests}",
+                "CODELOOP_REPLIES": "{replies}",
+            },
+            binds=[(str(folder), _CRATES_MOUNT, False)],
+            success_marker="test result: ok.",
+        )
+    # Without a prompt whose open function has types that can cross (Box<dyn Any>),
+    # program and test share one process, where the program can forge the verdict.
     compile_argv = [
         "/usr/bin/rustc",
         *_RUST_FLAGS,

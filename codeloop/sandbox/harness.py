@@ -366,8 +366,12 @@ def _run_with_partner(
                     None, None, b"", b"", 0.0, setup_error=f"cannot start the partner: {error}"
                 )
         own_argv = [part.format(**own) for part in argv]
+        # A runtime whose arguments are not its own (Rust's test harness) takes the
+        # channel's descriptors from its environment: "{requests}" / "{replies}".
+        placeholders = {"{" + name + "}": fd for name, fd in own.items()}
+        own_env = {key: placeholders.get(value, value) for key, value in (env or {}).items()}
         ends = (requests_write, replies_read)
-        return _run_own(backend, own_argv, box, stdin, limits, env, binds, ends)
+        return _run_own(backend, own_argv, box, stdin, limits, own_env, binds, ends)
     finally:
         if process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
