@@ -109,6 +109,22 @@ def test_infinite_loop_times_out_within_the_limit_plus_one_second() -> None:
     assert elapsed < 2.0 + 1.0  # the check's own overhead included
 
 
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import sys\nsys.exit(137)\n",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)\n",
+    ],
+    ids=["exit-137", "self-sigkill", "self-sigxcpu"],
+)
+def test_a_program_cannot_choose_to_be_a_timeout(program: str) -> None:
+    # Exit 137 reads as "killed by SIGKILL" through bwrap; only our clock or the CPU
+    # limit makes a timeout.
+    check = run_python(program)
+    assert check.status == "runtime_error", check
+
+
 def test_endless_printing_is_capped_in_bounded_memory() -> None:
     check = run_python("while True:\n    print('y' * 4096)\n")
     assert check.status == "output_limit"

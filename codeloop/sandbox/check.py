@@ -209,8 +209,8 @@ def _run_status(language: Language, run: harness.RunResult) -> str | None:
     if run.oom_killed:
         return "memory_limit"
     killed_by = _signal_of(run)
-    if run.timed_out or killed_by in (signal.SIGXCPU, signal.SIGKILL):
-        return "timeout"
+    if run.timed_out or (run.cpu_limited and killed_by in (signal.SIGXCPU, signal.SIGKILL)):
+        return "timeout"  # our wall clock, or the CPU limit; never the program's own choice
     if run.exit_code != 0 and any(phrase in stderr for phrase in language.out_of_memory):
         return "memory_limit"
     if run.exit_code != 0:

@@ -90,6 +90,9 @@ class RunResult:
     oom_killed: bool = False
     peak_memory_kib: int | None = None
     setup_error: str | None = None
+    cpu_limited: bool = False
+    """The command used its whole CPU-time limit (so a SIGXCPU/SIGKILL came from the
+    limit, not from the program signalling itself or exiting 128 + N)."""
 
 
 @dataclass
@@ -198,6 +201,11 @@ def _base_env(extra: dict[str, str]) -> dict[str, str]:
     }
 
 
+def cpu_limit_s(limits: RunLimits) -> int:
+    """RLIMIT_CPU's soft limit in whole seconds (SIGXCPU there, SIGKILL a second later)."""
+    return max(1, int(limits.cpu_s + 0.999))
+
+
 def _child_setup(procs_files: list[str], limits: RunLimits, uid: int | None, umask: int) -> None:
     """Runs in the forked child before exec: join cgroups, set rlimits, drop privileges."""
     os.setsid()
@@ -207,7 +215,7 @@ def _child_setup(procs_files: list[str], limits: RunLimits, uid: int | None, uma
             os.write(fd, str(os.getpid()).encode())
         finally:
             os.close(fd)
-    cpu = max(1, int(limits.cpu_s + 0.999))
+    cpu = cpu_limit_s(limits)
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     file_size = limits.file_size_mib * _MIB
@@ -519,6 +527,8 @@ def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits)
         timed_out=timed_out,
         output_exceeded=exceeded,
         peak_memory_kib=usage.ru_maxrss or None,
+        # wait4 reports the sandbox's pid 1 with the descendants it reaped.
+        cpu_limited=usage.ru_utime + usage.ru_stime >= cpu_limit_s(limits) - 0.05,
     )
 
 
