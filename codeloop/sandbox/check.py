@@ -348,15 +348,7 @@ class Sandbox:
         outcome = self.cache.load(key, box)
         elapsed = 0.0
         if outcome is None:
-            run = harness.run(
-                self.backend,
-                argv,
-                box=box,
-                compile_step=True,
-                env=env,
-                binds=binds,
-                limits=self._compile_limits(limits),
-            )
+            run = self._run_compiler(argv, box, env, binds, limits)
             elapsed = run.wall_ms
             stderr = _decode(run.stderr) + _decode(run.stdout)
             if run.setup_error:  # from bwrap's status pipe, never from compiler output
@@ -377,6 +369,25 @@ class Sandbox:
             return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
         return None, elapsed
 
+    def _run_compiler(
+        self,
+        argv: list[str],
+        box: Path,
+        env: dict[str, str],
+        binds: list[tuple[str, str, bool]],
+        limits: SandboxLimits,
+    ) -> harness.RunResult:
+        """A compile step in the sandbox, as the compile uid, under compile limits."""
+        return harness.run(
+            self.backend,
+            argv,
+            box=box,
+            compile_step=True,
+            env=env,
+            binds=binds,
+            limits=self._compile_limits(limits),
+        )
+
     def _broken_toolchain(self, language: Language, limits: SandboxLimits) -> str | None:
         """After a failed compile: does the language's known-good canary compile here?
 
@@ -396,15 +407,7 @@ class Sandbox:
         try:
             (box / language.source).write_text(language.canary)
             (box / language.source).chmod(0o644)
-            run = harness.run(
-                self.backend,
-                argv,
-                box=box,
-                compile_step=True,
-                env=env,
-                binds=binds,
-                limits=self._compile_limits(limits),
-            )
+            run = self._run_compiler(argv, box, env, binds, limits)
         finally:
             harness.remove_box(box)
         if run.exit_code == 0 and not run.setup_error:
