@@ -46,8 +46,8 @@ Score = dict[str, list[int]]
 """language -> [passed, total]."""
 
 
-def evaluate(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> Score:
-    """Greedy pass@1 of the model with `adapter` on `tasks`, checked in the sandbox."""
+def verdicts(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> list[bool]:
+    """Whether the model with `adapter` passes each of `tasks`, greedy, checked in the sandbox."""
     engine = create(config.engine)
     try:
         engine.load_adapter(adapter)
@@ -57,9 +57,8 @@ def evaluate(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> 
     finally:
         engine.close()
     requests, where = [], []
-    score: Score = {}
+    passed = [False] * len(tasks)
     for index, (task, [completion]) in enumerate(zip(tasks, answers, strict=True)):
-        score.setdefault(task.language, [0, 0])[1] += 1
         try:
             program = recipe.source(completion.text, task.language)
         except ValueError:
@@ -78,7 +77,17 @@ def evaluate(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> 
     for index, check in zip(where, checks, strict=True):
         if check.status == "environment_error":
             raise SystemExit(f"sandbox environment error: {check.feedback}")
-        score[tasks[index].language][0] += int(check.passed)
+        passed[index] = check.passed
+    return passed
+
+
+def evaluate(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> Score:
+    """Greedy pass@1 of the model with `adapter` on `tasks`, per language."""
+    score: Score = {}
+    for task, passed in zip(tasks, verdicts(config, adapter, tasks), strict=True):
+        cell = score.setdefault(task.language, [0, 0])
+        cell[0] += int(passed)
+        cell[1] += 1
     return score
 
 

@@ -9,6 +9,12 @@ train one LoRA adapter per variant, from the same seed and settings:
              (the example's effect is distilled into the weights: the loss is
              higher, and what is learnt is "read stdin, print only the answer"
              rather than "copy the example's shape").
+  breadth    the recipe rows, at most one per (language, family): many rows of one
+             family (three "x + K" tasks) teach that family's shape, not the contract.
+With `--parent ADAPTER` every variant trains on from that adapter (as a round's
+candidate does from the retained model) and the parent is the first row. With
+`--audit ROUND` the stdio tasks of that round's audit (audit-tasks.json) are scored
+too, to see which training keeps what the parent passed there.
 With `--max-epochs 2,8` every variant is also trained once per epoch cap (few rows
 at a low cap make only a few optimizer steps). Base and every adapter are then
 evaluated greedy, with the inference recipe, on
@@ -30,19 +36,37 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import heldout
-from learning import cells, evaluate, pooled
+from learning import cells, evaluate, pooled, verdicts
 from prompts import dev_tasks
 from results import record
 
 from codeloop import recipe, store
 from codeloop.config import load_preset
+from codeloop.tasks.schema import Task
 from codeloop.train.trainer import TrainRequest, run
 
 
-def variant_rows(rows: list[dict], variant: str) -> list[dict]:
+def task_families(rows_path: Path) -> dict[str, str]:
+    """task id -> family, from the tasks.json of every round beside `rows_path`."""
+    families = {}
+    for tasks in rows_path.resolve().parent.parent.glob("round-*/tasks.json"):
+        for task in store.read(tasks)["train"]:
+            families[task["id"]] = task["family"]
+    return families
+
+
+def variant_rows(rows: list[dict], variant: str, families: dict[str, str]) -> list[dict]:
     """`rows` with their conversation rebuilt for `variant` (answers unchanged)."""
     if variant == "recipe":
         return rows
+    if variant == "breadth":
+        seen, kept = set(), []
+        for row in rows:
+            key = (row["language"], families.get(row["task_id"], row["task_id"]))
+            if key not in seen:
+                seen.add(key)
+                kept.append(row)
+        return kept
     out = []
     for row in rows:
         turns = row["messages"]
@@ -51,7 +75,13 @@ def variant_rows(rows: list[dict], variant: str) -> list[dict]:
 
 
 def train(
-    rows: list[dict], folder: Path, preset, steps: int, learning_rate: float, max_epochs: float
+    rows: list[dict],
+    folder: Path,
+    preset,
+    steps: int,
+    learning_rate: float,
+    max_epochs: float,
+    parent: Path | None = None,
 ) -> tuple[Path, dict]:
     data = folder / "train.jsonl"
     store.write_text(data, "".join(json.dumps(row) + "\n" for row in rows))
@@ -84,6 +114,7 @@ def train(
             export=export,
             languages=list(preset.tasks.languages),
             seed=preset.seed,
+            initial_adapter=parent,
             precision=preset.engine.precision,
             echo=False,
         )
@@ -95,6 +126,13 @@ def train(
         flush=True,
     )
     return folder / "adapter", report
+
+
+def audit_verdicts(preset, adapter: Path | None, tasks: list[Task]) -> set[str]:
+    """Ids of the audit tasks the model passes, greedy."""
+    if not tasks:
+        return set()
+    return {task.id for task, ok in zip(tasks, verdicts(preset, adapter, tasks), strict=True) if ok}
 
 
 def newest_rows(sessions: Path) -> Path | None:
@@ -124,6 +162,14 @@ def main() -> None:
         help="comma list of train.max_epochs to train each variant with (default: the preset's)",
     )
     parser.add_argument("--heldout", type=int, default=6, help="held-out problems (x languages)")
+    parser.add_argument("--parent", type=Path, default=None, help="adapter to train on from")
+    parser.add_argument(
+        "--audit",
+        type=Path,
+        default=None,
+        help="a round folder: also score its audit's stdio tasks",
+    )
+    parser.add_argument("--no-dev", action="store_true", help="skip the tier-1 development tasks")
     args = parser.parse_args()
     if args.rows is None:
         args.rows = newest_rows(Path(__file__).resolve().parent.parent / "sessions")
@@ -135,11 +181,21 @@ def main() -> None:
     languages = list(preset.tasks.languages)
     rows = [json.loads(line) for line in args.rows.read_text().splitlines() if line.strip()]
     dev = [task for task, _ in dev_tasks(languages, 1, preset.tasks.salt, preset.tasks.splits)]
+    if args.no_dev:
+        dev = []
+    audit = []
+    if args.audit:
+        audit = [
+            Task.model_validate(task)
+            for task in store.read(args.audit / "audit-tasks.json")["tasks"]
+            if task["kind"] == "stdio"
+        ]
+    families = task_families(args.rows)
     held = [t for t in heldout.tasks(languages)]
     names = sorted({t.family for t in held})[: args.heldout]
     held = [t for t in held if t.family in names]
     epochs = [float(e) for e in (args.max_epochs or str(preset.train.max_epochs)).split(",")]
-    runs: list[tuple[str, str, float]] = [("base", "base", 0.0)]
+    runs: list[tuple[str, str, float]] = [("parent" if args.parent else "base", "base", 0.0)]
     for variant in args.variants.split(","):
         for max_epochs in epochs:
             label = variant if len(epochs) == 1 else f"{variant}, max_epochs {max_epochs:g}"
@@ -148,41 +204,58 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="train-prompt-") as scratch:
         for number, (label, variant, max_epochs) in enumerate(runs):
             started = time.monotonic()
-            adapter, loss = None, "-"
+            adapter, loss = args.parent, "-"
             if variant != "base":
                 folder = Path(scratch) / str(number)
+                trained_rows = variant_rows(rows, variant, families)
                 adapter, report = train(
-                    variant_rows(rows, variant),
+                    trained_rows,
                     folder,
                     preset,
                     args.steps,
                     args.learning_rate,
                     max_epochs,
+                    args.parent,
                 )
                 loss = (
                     f"{report['first_loss']:.3f} -> {report['last_loss']:.3f} "
-                    f"({report.get('steps', '?')} steps)"
+                    f"({report.get('steps', '?')} steps, {len(trained_rows)} rows)"
                 )
-            dev_score = evaluate(preset, adapter, dev)
+            dev_score = evaluate(preset, adapter, dev) if dev else {}
             held_score = evaluate(preset, adapter, held)
+            audit_passed = audit_verdicts(preset, adapter, audit)
             seconds = time.monotonic() - started
-            print(f"{label}: dev {pooled(dev_score):.1f}% held-out {pooled(held_score):.1f}%")
-            results.append((label, loss, dev_score, held_score, seconds))
+            print(
+                f"{label}: dev {pooled(dev_score):.1f}% held-out {pooled(held_score):.1f}%"
+                f" audit {sorted(audit_passed)}",
+                flush=True,
+            )
+            results.append((label, loss, dev_score, held_score, audit_passed, seconds))
+    parent_audit = results[0][4]
     lines = [
         f"rows: {args.rows} ({len(rows)} verified rows, sha256 "
         f"{store.sha256_file(args.rows)[:12]}); LoRA r{preset.train.rank}, lr "
         f"{args.learning_rate}, at most {args.steps} steps and max_epochs as labelled, seed {preset.seed}; greedy, "
         f"inference recipe {recipe.PROMPT_VERSION}.",
         f"dev: {len(dev)} tier-1 development tasks; held-out: {len(held)} tasks "
-        f"({len(names)} non-curriculum problems x {len(languages)} languages).",
+        f"({len(names)} non-curriculum problems x {len(languages)} languages)."
+        + (f" Trained on from parent {args.parent}." if args.parent else "")
+        + (
+            f" Audit: the {len(audit)} stdio tasks of {args.audit}/audit-tasks.json"
+            " (gained/lost against the first row)."
+            if audit
+            else ""
+        ),
         "",
-        "| trained under | loss first -> last | dev pass@1 | held-out pass@1 | dev per language"
-        " | held-out per language | seconds |",
-        "|---|---|---|---|---|---|---|",
+        "| trained under | loss first -> last | dev pass@1 | held-out pass@1 | audit passed"
+        " (gained/lost) | dev per language | held-out per language | seconds |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for variant, loss, dev_score, held_score, seconds in results:
+    for variant, loss, dev_score, held_score, audit_passed, seconds in results:
+        gained, lost = len(audit_passed - parent_audit), len(parent_audit - audit_passed)
         lines.append(
             f"| {variant} | {loss} | {pooled(dev_score):.1f}% | {pooled(held_score):.1f}% | "
+            f"{len(audit_passed)}/{len(audit)} (+{gained}/-{lost}) | "
             f"{cells(dev_score, languages)} | {cells(held_score, languages)} | {seconds:.0f} |"
         )
     record("Training conversation and schedule (bench/train_prompt.py)", lines)
