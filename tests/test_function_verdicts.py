@@ -17,7 +17,8 @@ judged passed.
 
 Go (GO_ATTACKS): the test binary and the solution are built apart and run in two
 sandboxes; under the former composition (one test binary, success marker "PASS") both
-were judged passed.
+were judged passed. GO_12_ATTACKS and GO_22_ATTACKS do the same through interface{}
+signatures, which kept the former composition until values crossed with their types.
 
 Java (JAVA_ATTACKS): the test's Main and the solution are compiled apart and run in
 two JVMs in two sandboxes; under the former composition (one source file, the nonce
@@ -42,7 +43,7 @@ import pytest
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.suites import humaneval_x_job
-from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.sandbox import Check, CheckRequest, check_many, gobox
 
 # Generations (function bodies) for HumanEval-X Python tasks, each a wrong answer.
 ATTACKS: dict[str, tuple[str, str]] = {
@@ -169,6 +170,36 @@ GO_ATTACKS: dict[str, str] = {
     ),
 }
 
+# Go task 12 (Longest -> interface{}) and task 22 (FilterIntegers([]interface{}) []int):
+# interface{} values cross with their dynamic types. Under the former composition
+# (interface{} signatures kept program and test in one binary, marker "PASS")
+# init-exit-interface was judged passed. The other two must fail because the types
+# travel intact: a named string type is not a string to assert.Equal, and a rune
+# ('c') is not an int, so a codec that erased either would turn them into passes.
+GO_12_ATTACKS: dict[str, str] = {
+    "init-exit-interface": (
+        '    return nil\n}\n\nfunc init() {\n    fmt.Println("PASS")\n    os.Exit(0)\n}\n'
+    ),
+    "named-string-in-interface": (
+        "    type text string\n"
+        "    if len(strings) == 0 {\n        return nil\n    }\n"
+        "    best := strings[0]\n"
+        "    for _, s := range strings {\n"
+        "        if len(s) > len(best) {\n            best = s\n        }\n    }\n"
+        "    return text(best)\n}\n"
+    ),
+}
+GO_22_ATTACKS: dict[str, str] = {
+    "rune-taken-for-int": (
+        "    result := make([]int, 0)\n"
+        "    for _, val := range values {\n"
+        "        switch i := val.(type) {\n"
+        "        case int:\n            result = append(result, i)\n"
+        "        case int32:\n            result = append(result, int(i))\n"
+        "        }\n    }\n    return result\n}\n"
+    ),
+}
+
 # Generations for HumanEval-X Java task 0 (code after the method closes the class).
 JAVA_ATTACKS: dict[str, str] = {
     # A top-level class Arrays shadows java.util.Arrays in the test: its asList returns
@@ -268,6 +299,8 @@ def wrong_answers() -> list[tuple[str, str, str]]:
     for language, task_id, table in (
         ("cpp", "CPP/0", CPP_ATTACKS),
         ("go", "Go/0", GO_ATTACKS),
+        ("go", "Go/12", GO_12_ATTACKS),
+        ("go", "Go/22", GO_22_ATTACKS),
         ("java", "Java/0", JAVA_ATTACKS),
         ("rust", "Rust/0", RUST_ATTACKS),
         ("rust", "Rust/12", RUST_12_ATTACKS),
@@ -351,3 +384,55 @@ def test_bare_asserts_on_a_named_entry_point(checks: dict[str, Check]) -> None:
 
 def test_solution_functions_never_shadow_builtins(checks: dict[str, Check]) -> None:
     assert checks["no-entry-shadows-abs"].status == "wrong_answer"
+
+
+GO_ORDER_DEPENDENT = {"Go/95"}
+"""Canonical solutions whose verdict depends on Go's random map iteration order: Go/95
+looks at the first two keys only, so {"p", "A", "B"} passes or fails by the order (one
+of eight checks of it failed in one run; the benchmark's flaw, not the codec's)."""
+
+
+def go_interface_tasks() -> list[str]:
+    """HumanEval-X Go tasks whose open function takes or returns interface{}."""
+    rows = load_humaneval_x(HUMANEVAL_X, ["go"]).rows
+    found = []
+    for task_id, row in rows.items():
+        sig = gobox.signature(humaneval_x_job(row, "").prompt, None)
+        if sig is not None and any("interface" in kind for kind in sig[1] + sig[2]):
+            found.append(task_id)
+    return found
+
+
+def test_go_interface_tasks_cross_with_types_and_a_zero_answer_fails() -> None:
+    """Every interface{} task runs in two processes: canonical passes, zero values fail.
+
+    The zero-value answer (nil, 0, "", false for each result) is the mutant every one
+    of these tests must reject; a codec that lost nil-versus-empty or dynamic types
+    would let some through or fail a canonical solution.
+    """
+    rows = load_humaneval_x(HUMANEVAL_X, ["go"]).rows
+    tasks = go_interface_tasks()
+    assert len(tasks) >= 13, tasks  # the tasks that once kept the one-process composition
+    requests, names = [], []
+    for task_id in tasks:
+        row = rows[task_id]
+        outputs = gobox.signature(humaneval_x_job(row, "").prompt, None)[2]
+        zero = "".join(f"    var zero{i} {kind}\n" for i, kind in enumerate(outputs))
+        zero += "    return " + ", ".join(f"zero{i}" for i in range(len(outputs))) + "\n}\n"
+        for name, generation in (("canonical", row["canonical_solution"]), ("zero", zero)):
+            job = humaneval_x_job(row, generation)
+            requests.append(
+                CheckRequest(
+                    language="go",
+                    program=job.program,
+                    test=job.test,
+                    prompt=job.prompt,
+                    entry_point=job.entry_point,
+                )
+            )
+            names.append((task_id, name))
+    results = dict(zip(names, check_many(requests, workers=2), strict=True))
+    for task_id in tasks:
+        if task_id not in GO_ORDER_DEPENDENT:
+            assert results[task_id, "canonical"].status == "passed", results[task_id, "canonical"]
+        assert results[task_id, "zero"].status == "wrong_answer", results[task_id, "zero"]

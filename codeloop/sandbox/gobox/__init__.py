@@ -1,13 +1,15 @@
 """Go function tests in two sandboxes: the test binary and the solution are apart.
 
 The solution is built with a `main` that answers calls by name (reflection decodes
-JSON arguments into the declared parameter types); the test binary holds the task's
+the arguments into the declared parameter types; `codeloop_codec.go` is the
+type-strict encoding both sides share, interface{} values included, with their
+dynamic types); the test binary holds the task's
 trusted prompt, a proxy with the entry point's declared signature, the test, and a
 `TestMain` that reads the nonce from stdin and prints it only when every test
 passed. No `PASS` printed by the solution, `syscall.Exit`, `TestMain` of its own or
 patched package state reaches the test binary. Signatures with types that cannot
-cross as JSON (interface{}, error, func, chan, pointers) keep the one-process
-composition.
+cross as plain values (error and other non-empty interfaces, func, chan, structs,
+pointers, variadics) keep the one-process composition.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from importlib import resources
 from codeloop.sandbox.signatures import split_top_level
 
 _STUB = re.compile(r"^func\s+([A-Za-z_]\w*)\s*\((.*)\)\s*(.*?)\s*\{\s*$", re.M)
-_UNSUPPORTED = re.compile(r"interface|error|func|chan|struct|\*|\.\.\.")
+_UNSUPPORTED = re.compile(r"interface(?!\s*\{\s*\})|error|func|chan|struct|\*|\.\.\.")
 
 
 def _read(name: str) -> bytes:
@@ -59,7 +61,7 @@ def signature(prompt: str, entry_point: str | None) -> tuple[str, list[str], lis
 def proxy(sig: tuple) -> str:
     name, inputs, outputs, _at = sig
     params = ", ".join(f"codeloopArg{i} {kind}" for i, kind in enumerate(inputs))
-    args = ", ".join(f"codeloopArg{i}" for i in range(len(inputs)))
+    args = ", ".join(f"&codeloopArg{i}" for i in range(len(inputs)))
     lines = [f"func {name}({params}) ({', '.join(outputs)}) {{"]
     lines += [f"\tvar codeloopResult{i} {kind}" for i, kind in enumerate(outputs)]
     pointers = "".join(f", &codeloopResult{i}" for i in range(len(outputs)))
@@ -75,15 +77,18 @@ def server_main(sig: tuple) -> str:
     return f'\nfunc main() {{\n\tcodeloopServe(map[string]interface{{}}{{"{name}": {name}}})\n}}\n'
 
 
-SERVER_FILES = ("codeloop_frame.go", "codeloop_server.go")
+SERVER_FILES = ("codeloop_frame.go", "codeloop_codec.go", "codeloop_server.go")
 
 
 def files() -> dict[str, bytes]:
     """The trusted Go files: frames (both sides), the server, the test's TestMain."""
     frame = _read("codeloop_frame.go.txt")
+    codec = _read("codeloop_codec.go.txt")
     return {
         "codeloop_frame_test.go": frame,
+        "codeloop_codec_test.go": codec,
         "codeloop_driver_test.go": _read("codeloop_driver_test.go.txt"),
         "srv/codeloop_frame.go": frame,
+        "srv/codeloop_codec.go": codec,
         "srv/codeloop_server.go": _read("codeloop_server.go.txt"),
     }
