@@ -6,6 +6,7 @@ sandbox enforces small limits, and the test process adds its own timeouts.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -329,3 +330,50 @@ def test_answer_keys_on_this_machine_are_out_of_sight() -> None:
     check = run_python(program)
     got = check.feedback.split("Your output:\n")[1].split()
     assert got == ["False"] * len(paths), (paths, got)
+
+
+_UNCAPPED_PROBE = r"""
+import json, sys
+from codeloop.sandbox import SandboxLimits, check_program
+limits = SandboxLimits(time_s=5.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
+case = [{"input": "", "output": "ok\n"}]
+programs = {
+    "javascript hog": "const keep = [];\n"
+    "for (let i = 0; i < 24; i++) keep.push(Buffer.alloc(64 << 20, 1));\n"
+    "console.log('ok');\n",
+    "go hog": "package main\nimport \"fmt\"\nfunc main() {\n var keep [][]byte\n"
+    " for i := 0; i < 24; i++ {\n  b := make([]byte, 64<<20)\n"
+    "  for j := range b { b[j] = 1 }\n  keep = append(keep, b)\n }\n"
+    " fmt.Println(\"ok\", len(keep) > 0)\n}\n",
+    "javascript hello": "console.log('ok');\n",
+    "go hello": "package main\nimport \"fmt\"\nfunc main() { fmt.Println(\"ok\") }\n",
+    "java hello": "public class Main { public static void main(String[] a) {"
+    " System.out.println(\"ok\"); } }\n",
+}
+out = {}
+for name, program in programs.items():
+    check = check_program(name.split()[0], program, case, limits=limits)
+    out[name] = [check.status, check.feedback[-300:]]
+print(json.dumps(out))
+"""
+
+
+def test_without_cgroups_every_run_is_still_memory_capped() -> None:
+    """CODELOOP_CGROUPS=off stands for a machine whose cgroups are not writable: runtimes
+    that may not get RLIMIT_AS at their memory limit (node, Go, the JVM) get it at the
+    limit plus their reservations. Before, they ran uncapped there: 1.5 GiB of touched
+    buffers passed under a 256 MiB limit."""
+    env = {**os.environ, "CODELOOP_CGROUPS": "off"}
+    probe = subprocess.run(
+        [sys.executable, "-c", _UNCAPPED_PROBE],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    found = json.loads(probe.stdout.strip().splitlines()[-1])
+    for name in ("javascript hog", "go hog"):
+        assert found[name][0] in ("memory_limit", "runtime_error"), (name, found[name])
+    for name in ("javascript hello", "go hello", "java hello"):
+        assert found[name][0] == "passed", (name, found[name])

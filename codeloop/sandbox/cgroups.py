@@ -2,8 +2,10 @@
 
 rlimits cannot cap the memory of a JVM or Go runtime (they reserve huge virtual
 ranges) and cannot count processes across uids, so each run gets its own cgroup
-when the machine lets us create one. Where it does not, `available()` says so and
-the sandbox relies on rlimits; `codeloop doctor` reports which applies.
+when the machine lets us create one. Where it does not (or CODELOOP_CGROUPS=off),
+`available()` says so and the sandbox relies on rlimits, RLIMIT_AS included for
+every run (see harness.RunLimits.virtual_overhead_mib); `codeloop doctor` reports
+which applies.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class RunCgroup:
 
     folders: list[Path]
     version: int
+    caps_memory: bool = True
+    """Whether one of `folders` has the memory controller (cgroup v1 may lack it)."""
 
     @property
     def procs_files(self) -> list[str]:
@@ -110,9 +114,15 @@ class CgroupManager:
 
     def __init__(self, worker: str) -> None:
         self.worker = worker
-        memory, pids = _v1_controller("memory"), _v1_controller("pids")
         self.version = 0
         self.parents: list[tuple[Path, str]] = []  # (folder, which controllers it has)
+        self._ready = False
+        self._counter = 0
+        self.error: str | None = None
+        if os.environ.get("CODELOOP_CGROUPS", "").lower() in ("off", "0", "no"):
+            self.error = "cgroups: off (CODELOOP_CGROUPS); memory capped by RLIMIT_AS"
+            return
+        memory, pids = _v1_controller("memory"), _v1_controller("pids")
         if memory or pids:
             self.version = 1
             if memory:
@@ -122,9 +132,6 @@ class CgroupManager:
         elif (parent := _v2_parent()) is not None:
             self.version = 2
             self.parents.append((parent / PREFIX / worker, "memory pids"))
-        self._ready = False
-        self._counter = 0
-        self.error: str | None = None
 
     def _prepare(self) -> bool:
         if self._ready:
@@ -148,7 +155,10 @@ class CgroupManager:
 
     def describe(self) -> str:
         if not self.available:
-            return self.error or "cgroups: none writable (memory and process limits by rlimit only)"
+            return self.error or (
+                "cgroups: none writable (memory and process limits by rlimit only,"
+                " RLIMIT_AS on every run)"
+            )
         kinds = " + ".join(controllers for _f, controllers in self.parents)
         return f"cgroup v{self.version} ({kinds})"
 
@@ -182,4 +192,5 @@ class CgroupManager:
             RunCgroup(folders, self.version).destroy()
             self.error = f"cannot create a run cgroup: {error}"
             return None
-        return RunCgroup(folders, self.version)
+        memory = any("memory" in controllers for _parent, controllers in self.parents)
+        return RunCgroup(folders, self.version, memory)

@@ -47,6 +47,11 @@ CANARY_TTL_S = 120.0
 """How long a worker trusts a toolchain after its canary compiled."""
 
 
+COMPILE_VIRTUAL_OVERHEAD_MIB = 4096
+"""Compile steps' address space beyond their memory limit where no memory cgroup caps
+them (javac's JVM reserves about 4 GiB it does not use; see RunLimits)."""
+
+
 class Case(BaseModel):
     """One test case: what the program reads and what it must print."""
 
@@ -251,6 +256,7 @@ class Sandbox:
             processes=max(limits.processes, language.processes),
             workdir_mib=limits.workdir_mib,
             address_space=language.address_space,
+            virtual_overhead_mib=language.virtual_overhead_mib,
         )
 
     def _compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
@@ -262,6 +268,7 @@ class Sandbox:
             processes=512,
             workdir_mib=512,
             address_space=False,
+            virtual_overhead_mib=COMPILE_VIRTUAL_OVERHEAD_MIB,
             file_size_mib=512,
         )
 

@@ -138,6 +138,7 @@ _ONE_TIME_LIMITS = harness.RunLimits(
     processes=512,
     workdir_mib=512,
     address_space=False,
+    virtual_overhead_mib=4096,
     file_size_mib=512,
 )
 

@@ -72,6 +72,9 @@ class RunLimits:
     processes: int
     workdir_mib: int
     address_space: bool = True
+    virtual_overhead_mib: int = 0
+    """Without `address_space`: RLIMIT_AS is memory_mib plus this where no memory cgroup
+    caps the run (see Language.virtual_overhead_mib); with a memory cgroup, no RLIMIT_AS."""
     file_size_mib: int = 256
     open_files: int = 512
 
@@ -206,8 +209,19 @@ def cpu_limit_s(limits: RunLimits) -> int:
     return max(1, int(limits.cpu_s + 0.999))
 
 
-def _child_setup(procs_files: list[str], limits: RunLimits, uid: int | None, umask: int) -> None:
-    """Runs in the forked child before exec: join cgroups, set rlimits, drop privileges."""
+def _child_setup(
+    procs_files: list[str],
+    limits: RunLimits,
+    uid: int | None,
+    umask: int,
+    memory_capped: bool = False,
+) -> None:
+    """Runs in the forked child before exec: join cgroups, set rlimits, drop privileges.
+
+    `memory_capped`: a memory cgroup holds the run. Without one, a run that may not
+    have RLIMIT_AS at its memory limit gets it at the limit plus the runtime's
+    reservations: a looser cap, never none (no silent weaker mode).
+    """
     os.setsid()
     for procs in procs_files:
         fd = os.open(procs, os.O_WRONLY)
@@ -221,8 +235,10 @@ def _child_setup(procs_files: list[str], limits: RunLimits, uid: int | None, uma
     file_size = limits.file_size_mib * _MIB
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-    if limits.address_space:
+    if limits.address_space or not memory_capped:
         space = limits.memory_mib * _MIB
+        if not limits.address_space:
+            space += limits.virtual_overhead_mib * _MIB
         resource.setrlimit(resource.RLIMIT_AS, (space, space))
     if uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
@@ -352,6 +368,7 @@ def _run_with_partner(
     passed = (requests_read, replies_write, *filter_fds)
     cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
     procs = cgroup.procs_files if cgroup else []
+    capped = cgroup is not None and cgroup.caps_memory
     process = None
     try:
         with _closing(passed):
@@ -365,7 +382,9 @@ def _run_with_partner(
                     env={},
                     close_fds=True,
                     pass_fds=passed,
-                    preexec_fn=lambda: _child_setup(procs, limits, backend.partner_uid, 0o022),
+                    preexec_fn=lambda: _child_setup(
+                        procs, limits, backend.partner_uid, 0o022, capped
+                    ),
                 )
             except (OSError, subprocess.SubprocessError) as error:
                 for fd in (requests_write, replies_read):
@@ -431,6 +450,7 @@ def _supervise(
     pass_fds: tuple[int, ...] = (),
 ) -> RunResult:
     procs = cgroup.procs_files if cgroup else []
+    capped = cgroup is not None and cgroup.caps_memory
     with tempfile.TemporaryFile() as stdin_file, _closing(pass_fds):
         stdin_file.write(stdin)
         stdin_file.seek(0)
@@ -445,7 +465,7 @@ def _supervise(
                 cwd=cwd,
                 close_fds=True,
                 pass_fds=pass_fds,
-                preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022),
+                preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022, capped),
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
