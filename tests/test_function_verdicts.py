@@ -26,7 +26,8 @@ in it) both were judged passed.
 
 C++ (CPP_ATTACKS): the test and the solution are separate programs in two sandboxes.
 Under the former composition (one translation unit, no success marker) all four were
-judged passed.
+judged passed. CPP_22_ATTACKS and CPP_137_ATTACKS do the same through boost::any
+signatures, which kept the former composition until values crossed with their types.
 
 Rust (RUST_ATTACKS): the test crate (built with `rustc --test`) and the solution's
 crate are built apart and run in two sandboxes; under the former composition (one
@@ -157,6 +158,23 @@ CPP_ATTACKS: dict[str, str] = {
     "main-renamed": (
         "    return false;\n}\nint main() { return 0; }\n#define main codeloop_test_never_runs\n"
     ),
+}
+
+# C++ tasks 22 (filter_integers(list_any)) and 137 (compare_one(boost::any, boost::any)):
+# boost::any values cross with their exact types. Under the former composition (these
+# kept one translation unit, no success marker) exit-zero-any was judged passed; a char
+# counted as an int must fail (a codec that turned chars into ints would pass it).
+CPP_22_ATTACKS: dict[str, str] = {
+    "char-taken-for-int": (
+        "    vector<int> out;\n"
+        "    for (auto it = values.begin(); it != values.end(); it++) {\n"
+        "        if (it->type() == typeid(int)) out.push_back(boost::any_cast<int>(*it));\n"
+        "        if (it->type() == typeid(char)) out.push_back(boost::any_cast<char>(*it));\n"
+        "    }\n    return out;\n}\n"
+    ),
+}
+CPP_137_ATTACKS: dict[str, str] = {
+    "exit-zero-any": "    exit(0);\n}\n",
 }
 
 # Generations for HumanEval-X Go task 0; the former success marker was Go's own "PASS".
@@ -298,6 +316,8 @@ def wrong_answers() -> list[tuple[str, str, str]]:
     found += [(task_id, f"javascript {name}", body) for name, (task_id, body) in JS_ATTACKS.items()]
     for language, task_id, table in (
         ("cpp", "CPP/0", CPP_ATTACKS),
+        ("cpp", "CPP/22", CPP_22_ATTACKS),
+        ("cpp", "CPP/137", CPP_137_ATTACKS),
         ("go", "Go/0", GO_ATTACKS),
         ("go", "Go/12", GO_12_ATTACKS),
         ("go", "Go/22", GO_22_ATTACKS),

@@ -9,8 +9,10 @@ reads the nonce from stdin and registers its printing at exit, which a failed as
 The two are compiled separately, so no macro, `#define __assert_fail`, renamed
 `main` or `exit(0)` of the solution reaches the test, and they run in two sandboxes
 (`harness.run(..., partner=...)`). Values cross type-tagged (`codeloop_rpc.hpp`):
-bool, integers, floating point, string, vector, map and pair. Entry points with other
-types (HumanEval-X's `boost::any`) keep the one-process composition.
+bool, integers, floating point, string, vector, list, map, pair, and `boost::any`
+holding one of the scalar types or a string (its exact type travels with it).
+Typedefs of the prompt (`typedef std::list<boost::any> list_any;`) are followed.
+Entry points with other types (pointers, classes) keep the one-process composition.
 """
 
 from __future__ import annotations
@@ -36,10 +38,15 @@ SUPPORTED_WORDS = {
     "vector",
     "map",
     "pair",
+    "list",
+    "boost",
+    "any",
     "size_t",
     "const",
     "std",
 }
+_TYPEDEF = re.compile(r"^\s*typedef\s+([^;]+?)\s+([A-Za-z_]\w*)\s*;", re.M)
+_BOOST_ANY = re.compile(r"#\s*include\s*<boost/any\.hpp>")
 _STUB = re.compile(r"^([A-Za-z_][\w:<>, \*&]*?)\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{\s*$", re.M)
 
 
@@ -66,9 +73,24 @@ def signature(
             kind = param
         typed.append((kind, f"codeloop_arg{index}"))
     words = set(_WORD.findall(result)) | {w for kind, _ in typed for w in _WORD.findall(kind)}
-    if not words <= SUPPORTED_WORDS or "*" in result or any("*" in kind for kind, _ in typed):
+    aliases = {alias: kind for kind, alias in _TYPEDEF.findall(prompt[: stub.start()])}
+    used: set[str] = set()
+    for _ in range(4):  # typedefs of typedefs
+        used |= words & aliases.keys()
+        words = {part for word in words for part in _WORD.findall(aliases.get(word, word))}
+    texts = [result, *(kind for kind, _ in typed), *(aliases[word] for word in used)]
+    if not words <= SUPPORTED_WORDS or any("*" in text for text in texts):
+        return None
+    if "any" in words and not _BOOST_ANY.search(prompt[: stub.start()]):
         return None
     return result, name, typed, stub.start()
+
+
+def _prefix(prompt: str) -> str:
+    """What goes before our header: boost::any support where the prompt uses it."""
+    if _BOOST_ANY.search(prompt):
+        return "#include <boost/any.hpp>\n#define CODELOOP_BOOST_ANY 1\n"
+    return ""
 
 
 def server_source(prompt: str, program: str, sig: tuple) -> str:
@@ -77,13 +99,13 @@ def server_source(prompt: str, program: str, sig: tuple) -> str:
     setup = "".join(
         line + "\n"
         for line in prompt.splitlines()
-        if re.match(r"\s*#\s*include\b|\s*using\s+namespace\b", line)
+        if re.match(r"\s*#\s*include\b|\s*using\s+namespace\b|\s*typedef\b", line)
     )
     params = ", ".join(f"{kind} {arg}" for kind, arg in typed)
     # The exact overload: a name like `unique` or `search` is also std's.
     pointer = f"static_cast<{result} (*)({', '.join(kind for kind, _ in typed)})>(&{name})"
     return (
-        f'#include "{HEADER}"\n{setup}{result} {name}({params});\n'
+        f'{_prefix(prompt)}#include "{HEADER}"\n{setup}{result} {name}({params});\n'
         "int main(int argc, char** argv) {\n"
         "  return codeloop::serve(argc, argv, [](codeloop::Reader& in) -> std::string {\n"
         "    std::string called = in.until('(');\n"
@@ -100,7 +122,7 @@ def test_source(prompt: str, test: str, sig: tuple) -> str:
     params = ", ".join(f"{kind} {arg}" for kind, arg in typed)
     args = "".join(f", {arg}" for _kind, arg in typed)
     return (
-        f'#include "{HEADER}"\n{prompt[:at]}\n'
+        f'{_prefix(prompt)}#include "{HEADER}"\n{prompt[:at]}\n'
         f"{result} {name}({params}) {{\n"
         f'  return codeloop::call<{result}>("{name}"{args});\n}}\n'
         "__attribute__((constructor)) static void codeloop_drive(int argc, char** argv) {\n"

@@ -1,10 +1,14 @@
 // codeloop's call channel between a C++ test process and the solution's process.
 // Values are written type-tagged and length-prefixed (b bool, i integer, d floating,
-// s string, l list, m map, p pair, n nothing); decoding checks every tag, so only the
-// declared types cross, and the test compares values in its own process.
+// s string, l list, m map, p pair, n nothing, a boost::any); decoding checks every tag,
+// so only the declared types cross, and the test compares values in its own process.
+// A boost::any (where the code includes boost/any.hpp, CODELOOP_BOOST_ANY) travels
+// as its exact dynamic type's name and value, from a closed list of plain types; an
+// `int` stays an `int` and a `char` a `char`, and any other content is refused.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -18,11 +22,17 @@ namespace codeloop {
 
 template <class T> struct is_vector : std::false_type {};
 template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_list : std::false_type {};
+template <class T, class A> struct is_list<std::list<T, A>> : std::true_type {};
 template <class T> struct is_map : std::false_type {};
 template <class K, class V, class C, class A> struct is_map<std::map<K, V, C, A>> : std::true_type {};
 template <class T> struct is_pair : std::false_type {};
 template <class A, class B> struct is_pair<std::pair<A, B>> : std::true_type {};
 template <class T> inline constexpr bool unsupported = false;
+
+#ifdef CODELOOP_BOOST_ANY
+void put_any(std::string& out, const boost::any& value);
+#endif
 
 template <class T> void put(std::string& out, const T& value) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -38,6 +48,13 @@ template <class T> void put(std::string& out, const T& value) {
   } else if constexpr (is_vector<T>::value) {
     out += "l" + std::to_string(value.size()) + ":";
     for (std::size_t i = 0; i < value.size(); i++) put(out, static_cast<typename T::value_type>(value[i]));
+  } else if constexpr (is_list<T>::value) {
+    out += "l" + std::to_string(value.size()) + ":";
+    for (const auto& item : value) put(out, item);
+#ifdef CODELOOP_BOOST_ANY
+  } else if constexpr (std::is_same_v<T, boost::any>) {
+    put_any(out, value);
+#endif
   } else if constexpr (is_map<T>::value) {
     out += "m" + std::to_string(value.size()) + ":";
     for (const auto& item : value) { put(out, item.first); put(out, item.second); }
@@ -75,6 +92,10 @@ struct Reader {
   }
 };
 
+#ifdef CODELOOP_BOOST_ANY
+boost::any get_any(Reader& in);
+#endif
+
 template <class T> T get(Reader& in) {
   if constexpr (std::is_same_v<T, bool>) {
     in.expect('b');
@@ -94,12 +115,16 @@ template <class T> T get(Reader& in) {
     std::string value = in.text.substr(in.at, size);
     in.at += size;
     return value;
-  } else if constexpr (is_vector<T>::value) {
+  } else if constexpr (is_vector<T>::value || is_list<T>::value) {
     in.expect('l');
     std::size_t size = in.count();
     T value;
     for (std::size_t i = 0; i < size; i++) value.push_back(get<typename T::value_type>(in));
     return value;
+#ifdef CODELOOP_BOOST_ANY
+  } else if constexpr (std::is_same_v<T, boost::any>) {
+    return get_any(in);
+#endif
   } else if constexpr (is_map<T>::value) {
     in.expect('m');
     std::size_t size = in.count();
@@ -118,6 +143,57 @@ template <class T> T get(Reader& in) {
     static_assert(unsupported<T>, "codeloop: this type cannot cross between processes");
   }
 }
+
+#ifdef CODELOOP_BOOST_ANY
+// The dynamic types a boost::any may hold to cross, by the name that travels.
+template <class T> bool put_if(std::string& out, const boost::any& value, const char* name) {
+  if (value.type() != typeid(T)) return false;
+  out += std::string(name) + ":";
+  put(out, boost::any_cast<T>(value));
+  return true;
+}
+
+inline void put_any(std::string& out, const boost::any& value) {
+  out += "a";
+  if (value.empty()) {
+    out += "empty:";
+    return;
+  }
+  if (put_if<bool>(out, value, "bool") || put_if<char>(out, value, "char") ||
+      put_if<signed char>(out, value, "schar") || put_if<unsigned char>(out, value, "uchar") ||
+      put_if<short>(out, value, "short") || put_if<unsigned short>(out, value, "ushort") ||
+      put_if<int>(out, value, "int") || put_if<unsigned>(out, value, "uint") ||
+      put_if<long>(out, value, "long") || put_if<unsigned long>(out, value, "ulong") ||
+      put_if<long long>(out, value, "llong") ||
+      put_if<unsigned long long>(out, value, "ullong") || put_if<float>(out, value, "float") ||
+      put_if<double>(out, value, "double") || put_if<std::string>(out, value, "string"))
+    return;
+  throw std::runtime_error(std::string("codeloop: a boost::any holding ") + value.type().name() +
+                           " cannot cross between processes");
+}
+
+inline boost::any get_any(Reader& in) {
+  in.expect('a');
+  std::string name = in.until(':');
+  if (name == "empty") return boost::any();
+  if (name == "bool") return get<bool>(in);
+  if (name == "char") return get<char>(in);
+  if (name == "schar") return get<signed char>(in);
+  if (name == "uchar") return get<unsigned char>(in);
+  if (name == "short") return get<short>(in);
+  if (name == "ushort") return get<unsigned short>(in);
+  if (name == "int") return get<int>(in);
+  if (name == "uint") return get<unsigned>(in);
+  if (name == "long") return get<long>(in);
+  if (name == "ulong") return get<unsigned long>(in);
+  if (name == "llong") return get<long long>(in);
+  if (name == "ullong") return get<unsigned long long>(in);
+  if (name == "float") return get<float>(in);
+  if (name == "double") return get<double>(in);
+  if (name == "string") return get<std::string>(in);
+  throw std::runtime_error("codeloop: unknown boost::any type " + name);
+}
+#endif
 
 inline void send(int fd, const std::string& payload) {
   std::string frame = std::to_string(payload.size()) + "\n" + payload;
