@@ -269,6 +269,24 @@ RUST_ATTACKS: dict[str, str] = {
     ),
 }
 
+# Rust task 22 (filter_integers(Vec<Box<dyn Any>>) -> Vec<i32>): a dyn Any crosses
+# with its concrete type. Under the former composition (Box<dyn Any> kept one crate)
+# assert-macro-shadowed-any was judged passed; a char counted as an i32 must fail.
+RUST_22_ATTACKS: dict[str, str] = {
+    "assert-macro-shadowed-any": (
+        "    let _ = values;\n    vec![]\n}\n\n"
+        "macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\n"
+    ),
+    "char-taken-for-i32": (
+        "    let mut out: Vec<i32> = Vec::new();\n"
+        "    for value in values {\n"
+        "        if let Some(i) = value.downcast_ref::<i32>() {\n            out.push(*i);\n        }\n"
+        "        if let Some(c) = value.downcast_ref::<char>() {\n"
+        "            out.push(*c as i32);\n        }\n"
+        "    }\n    out\n}\n"
+    ),
+}
+
 # Rust task 12 (longest -> Option<String>): a function of the solution that the test
 # calls gets a proxy in the test's crate; one named like a prelude item (`Some`) must
 # not get one, or the test's `use super::*` would shadow the prelude with it.
@@ -324,6 +342,7 @@ def wrong_answers() -> list[tuple[str, str, str]]:
         ("java", "Java/0", JAVA_ATTACKS),
         ("rust", "Rust/0", RUST_ATTACKS),
         ("rust", "Rust/12", RUST_12_ATTACKS),
+        ("rust", "Rust/22", RUST_22_ATTACKS),
     ):
         found += [(task_id, f"{language} {name}", body) for name, body in table.items()]
     return found

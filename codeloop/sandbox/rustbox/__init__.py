@@ -12,9 +12,11 @@ channel's descriptors reach the test in CODELOOP_REQUESTS / CODELOOP_REPLIES (it
 arguments belong to the test harness).
 
 Types that cross: integers, floats, bool, char, String and &str, Vec, slices and
-references to them, Option, tuples up to 4, HashMap; `Vec<&str>` and
-`HashMap<&str, &str>` arguments are rebuilt from owned strings. Others (`Box<dyn
-Any>`, `&dyn Any`, the task's own structs) keep the one-process composition.
+references to them, Option, tuples up to 4, HashMap, and `Box<dyn Any>` / `&dyn Any`
+holding a scalar, a string or a Vec of them (its concrete type travels with it);
+`Vec<&str>` and `HashMap<&str, &str>` arguments are rebuilt from owned strings.
+Others (the task's own structs and enums, which the solution defines) keep the
+one-process composition.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _SCALARS = {
     "f32", "f64", "bool", "char", "String",
 }  # fmt: skip
 _LIFETIME = re.compile(r"'\w+\s*")
+_DYN_ANY = re.compile(r"Box\s*<\s*dyn\s+Any\s*>")
 _FREE_CALL = re.compile(r"(?<![\w.:])([a-z_][A-Za-z0-9_]*)\s*\(")
 PRELUDE_FUNCTIONS = frozenset({"drop"})
 """Lower-case functions of Rust's prelude (its variants, `Some`, `Ok`, `Err`, are
@@ -63,12 +66,16 @@ def _owned(kind: str) -> tuple[str, str] | None:
     kind = kind.strip()
     if kind in _SCALARS:
         return kind, "{v}"
+    if _DYN_ANY.fullmatch(kind):
+        return "Box<dyn Any>", "{v}"
     if kind.startswith("&"):
         inner = kind[1:].strip()
         if inner.startswith("mut "):
             return None
         if inner == "str":
             return "String", "&{v}"
+        if re.fullmatch(r"dyn\s+Any", inner):
+            return "Box<dyn Any>", "&*{v}"
         if inner.startswith("[") and inner.endswith("]"):
             found = _owned(inner[1:-1])
             if found is None or found[1] != "{v}":

@@ -1,10 +1,14 @@
 // codeloop's call channel between a Rust test process and the solution's process.
 // Values are written type-tagged and length-prefixed (b bool, i integer, d floating,
-// c char, s string, l list, m map, t tuple, o some, n nothing); decoding checks every
-// tag and range, so only the declared types cross, and the test compares values in
-// its own process. Frames are "LENGTH\n" + payload.
+// c char, s string, l list, m map, t tuple, o some, n nothing, a dyn Any); decoding
+// checks every tag and range, so only the declared types cross, and the test compares
+// values in its own process. A `dyn Any` travels as its concrete type's name and
+// value, from a closed list of plain types (an i32 stays an i32, a char a char);
+// any other content is written as an unknown name that the reader refuses.
+// Frames are "LENGTH\n" + payload.
 #![allow(dead_code)]
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fs::File;
 use std::hash::Hash;
@@ -265,6 +269,51 @@ macro_rules! tuples {
     )*};
 }
 tuples!(1 => (A), 2 => (A, B), 3 => (A, B, C), 4 => (A, B, C, D));
+
+macro_rules! any_types {
+    ($($t:ty => $name:expr),* $(,)?) => {
+        impl Put for dyn Any {
+            fn put(&self, out: &mut Vec<u8>) {
+                out.push(b'a');
+                $(
+                    if let Some(value) = self.downcast_ref::<$t>() {
+                        out.extend_from_slice(concat!($name, ":").as_bytes());
+                        value.put(out);
+                        return;
+                    }
+                )*
+                out.extend_from_slice(b"?:");
+            }
+        }
+        impl Get for Box<dyn Any> {
+            fn get(input: &mut Reader) -> Result<Self, String> {
+                input.expect(b'a')?;
+                let name = input.until(b':')?;
+                $(
+                    if name == $name {
+                        let value: $t = Get::get(input)?;
+                        return Ok(Box::new(value));
+                    }
+                )*
+                Err("codeloop: a dyn Any of a type that cannot cross".to_string())
+            }
+        }
+    };
+}
+any_types!(
+    i8 => "i8", i16 => "i16", i32 => "i32", i64 => "i64", i128 => "i128", isize => "isize",
+    u8 => "u8", u16 => "u16", u32 => "u32", u64 => "u64", u128 => "u128", usize => "usize",
+    f32 => "f32", f64 => "f64", bool => "bool", char => "char", () => "()",
+    String => "String", &'static str => "&str",
+    Vec<Box<dyn Any>> => "Vec<Box<dyn Any>>",
+    Vec<i32> => "Vec<i32>", Vec<i64> => "Vec<i64>", Vec<f64> => "Vec<f64>",
+    Vec<String> => "Vec<String>",
+);
+impl Put for Box<dyn Any> {
+    fn put(&self, out: &mut Vec<u8>) {
+        (**self).put(out)
+    }
+}
 
 fn send(to: &mut File, payload: &[u8]) -> std::io::Result<()> {
     to.write_all(format!("{}\n", payload.len()).as_bytes())?;
