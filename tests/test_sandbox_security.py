@@ -248,6 +248,8 @@ SYSCALL = (
         ("unshare-user", "272, 0x10000000"),
         ("ptrace-traceme", "101, 0, 0, 0, 0"),
         ("bpf", "321, 0, 0, 0"),
+        # sched_setaffinity(0, 8, mask of CPUs 0-63): a pinned run cannot widen itself.
+        ("sched_setaffinity", "203, 0, 8, ctypes.byref(ctypes.c_uint64(-1 & (2**64 - 1)))"),
     ],
 )
 def test_system_calls_no_program_needs_are_denied(name: str, args: str) -> None:
@@ -377,3 +379,63 @@ def test_without_cgroups_every_run_is_still_memory_capped() -> None:
         assert found[name][0] in ("memory_limit", "runtime_error"), (name, found[name])
     for name in ("javascript hello", "go hello", "java hello"):
         assert found[name][0] == "passed", (name, found[name])
+
+
+_SPINNER = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+static double start;
+static void *spin(void *unused) {
+    volatile unsigned long n = 0;
+    while (now() - start < 1.5) n++;
+    return unused;
+}
+int main(void) {
+    pthread_t threads[4];
+    start = now();
+    for (int i = 0; i < 4; i++) pthread_create(&threads[i], 0, spin, 0);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], 0);
+    struct rusage used;
+    getrusage(RUSAGE_SELF, &used);
+    double cpu = used.ru_utime.tv_sec + used.ru_utime.tv_usec / 1e6
+        + used.ru_stime.tv_sec + used.ru_stime.tv_usec / 1e6;
+    double ratio = cpu / (now() - start);
+    if (ratio <= 1.3) printf("ok\n"); else printf("used %.2f CPUs\n", ratio);
+    return 0;
+}
+"""
+
+_SPIN_PROBE = """
+import json, sys
+from codeloop.sandbox import SandboxLimits, check_program
+limits = SandboxLimits(time_s=6.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
+check = check_program("c", sys.stdin.read(), [{"input": "", "output": "ok\\n"}], limits=limits)
+print(json.dumps([check.status, check.feedback[-300:]]))
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to tell")
+@pytest.mark.parametrize("cgroups", ["on", "off"])
+def test_a_program_spinning_threads_gets_one_cpu(cgroups: str) -> None:
+    """Four spinning threads use one CPU's worth of time: a cgroup CPU quota, or (with
+    CODELOOP_CGROUPS=off) pinning to the worker's CPU. Before, they took every CPU, and
+    the other workers' programs could time out for it."""
+    probe = subprocess.run(
+        [sys.executable, "-c", _SPIN_PROBE],
+        input=_SPINNER,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODELOOP_CGROUPS": cgroups},
+        timeout=120,
+        check=True,
+    )
+    status, feedback = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert status == "passed", feedback

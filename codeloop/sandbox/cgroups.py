@@ -1,11 +1,13 @@
-"""Per-run cgroups for memory and process count, on cgroup v1 or v2, where writable.
+"""Per-run cgroups for memory, process count and CPU share, on cgroup v1 or v2, where writable.
 
 rlimits cannot cap the memory of a JVM or Go runtime (they reserve huge virtual
 ranges) and cannot count processes across uids, so each run gets its own cgroup
 when the machine lets us create one. Where it does not (or CODELOOP_CGROUPS=off),
 `available()` says so and the sandbox relies on rlimits, RLIMIT_AS included for
 every run (see harness.RunLimits.virtual_overhead_mib); `codeloop doctor` reports
-which applies.
+which applies. A run step (never a compile) also gets a CPU quota of one CPU, so a
+program spinning many threads cannot slow other workers' programs into timeouts;
+without a cpu controller the harness pins the run to its worker's CPU instead.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ def _v1_controller(name: str) -> Path | None:
     return path if (path / "cgroup.procs").exists() and os.access(path, os.W_OK) else None
 
 
-def _v2_parent() -> Path | None:
-    """Our own v2 cgroup, when memory and pids can be delegated below it."""
+def _v2_parent() -> tuple[Path, bool] | None:
+    """Our own v2 cgroup, when memory and pids can be delegated below it (and whether
+    cpu can be too)."""
     if not (ROOT / "cgroup.controllers").exists():
         return None
     try:
@@ -41,7 +44,7 @@ def _v2_parent() -> Path | None:
         return None
     if not {"memory", "pids"} <= set(controllers) or not os.access(parent, os.W_OK):
         return None
-    return parent
+    return parent, "cpu" in controllers
 
 
 @dataclass
@@ -52,6 +55,8 @@ class RunCgroup:
     version: int
     caps_memory: bool = True
     """Whether one of `folders` has the memory controller (cgroup v1 may lack it)."""
+    caps_cpu: bool = False
+    """Whether a CPU quota applies to the run."""
 
     @property
     def procs_files(self) -> list[str]:
@@ -129,19 +134,25 @@ class CgroupManager:
                 self.parents.append((memory / PREFIX / worker, "memory"))
             if pids:
                 self.parents.append((pids / PREFIX / worker, "pids"))
-        elif (parent := _v2_parent()) is not None:
+            if cpu := _v1_controller("cpu"):
+                self.parents.append((cpu / PREFIX / worker, "cpu"))
+        elif (found := _v2_parent()) is not None:
             self.version = 2
-            self.parents.append((parent / PREFIX / worker, "memory pids"))
+            parent, cpu = found
+            self.parents.append(
+                (parent / PREFIX / worker, "memory pids cpu" if cpu else "memory pids")
+            )
 
     def _prepare(self) -> bool:
         if self._ready:
             return True
         try:
-            for folder, _controllers in self.parents:
+            for folder, controllers in self.parents:
                 folder.mkdir(parents=True, exist_ok=True)
                 if self.version == 2:
+                    wanted = " ".join(f"+{name}" for name in controllers.split())
                     for level in (folder.parent, folder):
-                        (level / "cgroup.subtree_control").write_text("+memory +pids")
+                        (level / "cgroup.subtree_control").write_text(wanted)
         except OSError as error:
             self.error = f"cannot create cgroups: {error}"
             self.parents = []
@@ -162,15 +173,23 @@ class CgroupManager:
         kinds = " + ".join(controllers for _f, controllers in self.parents)
         return f"cgroup v{self.version} ({kinds})"
 
-    def create(self, memory_bytes: int, max_pids: int) -> RunCgroup | None:
-        """A fresh cgroup for one run, or None where cgroups are unavailable."""
+    def create(
+        self, memory_bytes: int, max_pids: int, cpu_quota: float | None = None
+    ) -> RunCgroup | None:
+        """A fresh cgroup for one run, or None where cgroups are unavailable.
+
+        `cpu_quota`: CPUs' worth of time the run may use (None: no quota).
+        """
         if not self.available:
             return None
         self._counter += 1
         name = f"run-{os.getpid()}-{self._counter}"
         folders: list[Path] = []
+        caps_cpu = False
         try:
             for parent, controllers in self.parents:
+                if controllers == "cpu" and cpu_quota is None:
+                    continue  # v1's own cpu hierarchy: only runs with a quota join it
                 folder = parent / name
                 folder.mkdir()
                 folders.append(folder)
@@ -188,9 +207,18 @@ class CgroupManager:
                             (folder / "memory.swap.max").write_text("0")
                 if "pids" in controllers:
                     (folder / "pids.max").write_text(str(max_pids))
+                if "cpu" in controllers and cpu_quota is not None:
+                    period = 100_000
+                    quota = max(1000, int(period * cpu_quota))
+                    if self.version == 1:
+                        (folder / "cpu.cfs_period_us").write_text(str(period))
+                        (folder / "cpu.cfs_quota_us").write_text(str(quota))
+                    else:
+                        (folder / "cpu.max").write_text(f"{quota} {period}")
+                    caps_cpu = True
         except OSError as error:
             RunCgroup(folders, self.version).destroy()
             self.error = f"cannot create a run cgroup: {error}"
             return None
         memory = any("memory" in controllers for _parent, controllers in self.parents)
-        return RunCgroup(folders, self.version, memory)
+        return RunCgroup(folders, self.version, memory, caps_cpu)

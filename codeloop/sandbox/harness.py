@@ -108,6 +108,8 @@ class Backend:
     compile_uid: int | None = None
     partner_uid: int | None = None
     """The uid of a partner sandbox (the solution's process of a two-process test)."""
+    cpu: int | None = None
+    """The CPU this worker's runs are pinned to where no cgroup CPU quota applies."""
 
     def describe(self) -> str:
         who = f"uid {self.run_uid}" if self.run_uid is not None else "the calling user"
@@ -126,13 +128,23 @@ def make_backend(name: str, worker: int) -> Backend:
     if name not in ("bwrap", "process"):
         raise ValueError(f"unknown sandbox backend {name!r}; choose bwrap or process")
     root = os.geteuid() == 0
+    slot = claim_slot(worker, RUN_UID_SLOTS) if root else worker
+    cpus = sorted(os.sched_getaffinity(0))
     return Backend(
         name=name,
         cgroups=CgroupManager(f"w{os.getpid()}-{worker}"),
-        run_uid=RUN_UID_BASE + claim_slot(worker, RUN_UID_SLOTS) if root else None,
+        run_uid=RUN_UID_BASE + slot if root else None,
         partner_uid=RUN_UID_BASE + claim_slot(_PARTNER + worker, RUN_UID_SLOTS) if root else None,
         compile_uid=COMPILE_UID if root else None,
+        # Slots differ between processes too, so two sessions' workers spread out.
+        cpu=cpus[slot % len(cpus)] if len(cpus) > 1 else None,
     )
+
+
+RUN_CPU_QUOTA = 1.0
+"""CPUs' worth of time a run step may use: a program spinning many threads gets one
+CPU, so it cannot slow other workers' programs into timeouts (compiles are trusted
+tools and keep every CPU)."""
 
 
 def become_subreaper() -> None:
@@ -215,14 +227,19 @@ def _child_setup(
     uid: int | None,
     umask: int,
     memory_capped: bool = False,
+    cpu: int | None = None,
 ) -> None:
     """Runs in the forked child before exec: join cgroups, set rlimits, drop privileges.
 
     `memory_capped`: a memory cgroup holds the run. Without one, a run that may not
     have RLIMIT_AS at its memory limit gets it at the limit plus the runtime's
-    reservations: a looser cap, never none (no silent weaker mode).
+    reservations: a looser cap, never none (no silent weaker mode). `cpu`: pin the run
+    there (no CPU quota applies; the seccomp filter denies sched_setaffinity, so the
+    program cannot widen it again).
     """
     os.setsid()
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
     for procs in procs_files:
         fd = os.open(procs, os.O_WRONLY)
         try:
@@ -304,7 +321,9 @@ def _run_own(
         command = [part.replace(BOX, str(box)) for part in argv]
         popen_env = {k: v.replace(BOX, str(box)) for k, v in full_env.items()}
         popen_cwd = str(box)
-    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
+    quota = None if compile_step else RUN_CPU_QUOTA
+    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes, quota)
+    pin = None if compile_step or (cgroup is not None and cgroup.caps_cpu) else backend.cpu
     status_read = None
     try:
         passed: tuple[int, ...] = extra_fds
@@ -320,7 +339,7 @@ def _run_own(
             extra += filter_args
             passed += (status_write, *filter_fds)
             command = [command[0], *extra, *command[1:]]
-        result = _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed)
+        result = _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed, pin)
         killed = result.timed_out or result.output_exceeded or result.oom_killed
         exited = status_read is None or _command_exited(status_read)
         if not exited and not killed and result.setup_error is None:
@@ -366,9 +385,10 @@ def _run_with_partner(
     filter_args, filter_fds = _seccomp_args()
     command = [command[0], *filter_args, *command[1:]]
     passed = (requests_read, replies_write, *filter_fds)
-    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes)
+    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes, RUN_CPU_QUOTA)
     procs = cgroup.procs_files if cgroup else []
     capped = cgroup is not None and cgroup.caps_memory
+    pin = None if cgroup is not None and cgroup.caps_cpu else backend.cpu
     process = None
     try:
         with _closing(passed):
@@ -383,7 +403,7 @@ def _run_with_partner(
                     close_fds=True,
                     pass_fds=passed,
                     preexec_fn=lambda: _child_setup(
-                        procs, limits, backend.partner_uid, 0o022, capped
+                        procs, limits, backend.partner_uid, 0o022, capped, pin
                     ),
                 )
             except (OSError, subprocess.SubprocessError) as error:
@@ -448,6 +468,7 @@ def _supervise(
     uid: int | None,
     cgroup: RunCgroup | None,
     pass_fds: tuple[int, ...] = (),
+    cpu: int | None = None,
 ) -> RunResult:
     procs = cgroup.procs_files if cgroup else []
     capped = cgroup is not None and cgroup.caps_memory
@@ -465,7 +486,7 @@ def _supervise(
                 cwd=cwd,
                 close_fds=True,
                 pass_fds=pass_fds,
-                preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022, capped),
+                preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022, capped, cpu),
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")

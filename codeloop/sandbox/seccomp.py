@@ -9,6 +9,8 @@ them gets an ordinary error. What is denied, and why:
   Python test process is also non-dumpable, see `pybox`);
 - `unshare`, `setns`, `mount`, `umount2`, `pivot_root`: no nested namespaces or
   mounts (bwrap's `--disable-userns` covers user namespaces as well);
+- `sched_setaffinity`: a run the harness pinned to its worker's CPU (where no cgroup
+  CPU quota applies) stays there;
 - `bpf`, `perf_event_open`, `userfaultfd`, `io_uring_*`, `open_by_handle_at`,
   kexec, module loading, `syslog`, `acct`, `swapon`/`swapoff`, `reboot`:
   kernel attack surface no program needs;
@@ -34,6 +36,7 @@ EPERM = 1
 DENIED_X86_64 = {
     "ptrace": 101,
     "syslog": 103,
+    "sched_setaffinity": 203,
     "pivot_root": 155,
     "acct": 163,
     "mount": 165,
