@@ -15,6 +15,9 @@ With `--parent ADAPTER` every variant trains on from that adapter (as a round's
 candidate does from the retained model) and the parent is the first row. With
 `--audit ROUND` the stdio tasks of that round's audit (audit-tasks.json) are scored
 too, to see which training keeps what the parent passed there.
+A variant may carry its own schedule: `recipe@lr=5e-5`, `recipe@steps=8` (learning
+rate, optimizer steps). `--cache FILE` keeps scores by adapter sha256 and task set
+between runs (the parent need not be measured again).
 With `--max-epochs 2,8` every variant is also trained once per epoch cap (few rows
 at a low cap make only a few optimizer steps). Base and every adapter are then
 evaluated greedy, with the inference recipe, on
@@ -42,6 +45,8 @@ from results import record
 
 from codeloop import recipe, store
 from codeloop.config import load_preset
+from codeloop.engines.base import adapter_sha256
+from codeloop.store import sha256_json
 from codeloop.tasks.schema import Task
 from codeloop.train.trainer import TrainRequest, run
 
@@ -170,6 +175,7 @@ def main() -> None:
         help="a round folder: also score its audit's stdio tasks",
     )
     parser.add_argument("--no-dev", action="store_true", help="skip the tier-1 development tasks")
+    parser.add_argument("--cache", type=Path, default=None, help="JSON file of scores to reuse")
     args = parser.parse_args()
     if args.rows is None:
         args.rows = newest_rows(Path(__file__).resolve().parent.parent / "sessions")
@@ -200,6 +206,22 @@ def main() -> None:
         for max_epochs in epochs:
             label = variant if len(epochs) == 1 else f"{variant}, max_epochs {max_epochs:g}"
             runs.append((label, variant, max_epochs))
+    cache = store.read(args.cache, {}) if args.cache and args.cache.exists() else {}
+    task_set = sha256_json(
+        [recipe.PROMPT_VERSION, [t.id for t in dev], [t.id for t in held], [t.id for t in audit]]
+    )
+
+    def scores(adapter: Path | None) -> tuple[dict, dict, set[str]]:
+        key = f"{adapter_sha256(adapter) if adapter else 'base'}:{task_set}"
+        if key not in cache:
+            dev_score = evaluate(preset, adapter, dev) if dev else {}
+            held_score = evaluate(preset, adapter, held)
+            cache[key] = [dev_score, held_score, sorted(audit_verdicts(preset, adapter, audit))]
+            if args.cache:
+                store.write_json(args.cache, cache)
+        dev_score, held_score, passed = cache[key]
+        return dev_score, held_score, set(passed)
+
     results = []
     with tempfile.TemporaryDirectory(prefix="train-prompt-") as scratch:
         for number, (label, variant, max_epochs) in enumerate(runs):
@@ -207,13 +229,15 @@ def main() -> None:
             adapter, loss = args.parent, "-"
             if variant != "base":
                 folder = Path(scratch) / str(number)
-                trained_rows = variant_rows(rows, variant, families)
+                name, *options = variant.split("@")
+                schedule = dict(option.split("=", 1) for option in options)
+                trained_rows = variant_rows(rows, name, families)
                 adapter, report = train(
                     trained_rows,
                     folder,
                     preset,
-                    args.steps,
-                    args.learning_rate,
+                    int(schedule.get("steps", args.steps)),
+                    float(schedule.get("lr", args.learning_rate)),
                     max_epochs,
                     args.parent,
                 )
@@ -221,9 +245,7 @@ def main() -> None:
                     f"{report['first_loss']:.3f} -> {report['last_loss']:.3f} "
                     f"({report.get('steps', '?')} steps, {len(trained_rows)} rows)"
                 )
-            dev_score = evaluate(preset, adapter, dev) if dev else {}
-            held_score = evaluate(preset, adapter, held)
-            audit_passed = audit_verdicts(preset, adapter, audit)
+            dev_score, held_score, audit_passed = scores(adapter)
             seconds = time.monotonic() - started
             print(
                 f"{label}: dev {pooled(dev_score):.1f}% held-out {pooled(held_score):.1f}%"
