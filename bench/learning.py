@@ -98,7 +98,9 @@ def pooled(score: Score) -> float:
 
 
 def cells(score: Score, languages: list[str]) -> str:
-    return " ".join(f"{lang}={score[lang][0]}/{score[lang][1]}" for lang in languages)
+    return " ".join(
+        f"{lang}={score.get(lang, [0, 0])[0]}/{score.get(lang, [0, 0])[1]}" for lang in languages
+    )
 
 
 def phase_times(folder: Path, started: float, bench: tuple[float, float]) -> str:

@@ -268,6 +268,13 @@ class ExportConfig(Section):
         description="Most distinct verified programs of one task used as training rows "
         "(rejection-sampling fine-tuning: every distinct passing answer teaches).",
     )
+    per_family: int | None = Field(
+        None,
+        gt=0,
+        description="Most rows of one problem family per language, over all rounds (the "
+        "oldest kept); None: no cap. Many rows of one family teach that family's shape "
+        "rather than the contract (bench/train_prompt.py, breadth variant).",
+    )
     balance: Literal["equal", "capped"] = Field(
         "equal",
         description="'equal': every language contributes the same number of rows (the "

@@ -22,7 +22,7 @@ pytest.importorskip("trl")
 from codeloop import config as session_config
 from codeloop import store
 from codeloop.engines.replay import CALL_LOG_ENV
-from codeloop.loop.common import PHASES
+from codeloop.loop.common import FAILPOINTS_ENV, PHASES
 from tests.loop_fixtures import make_session, tiny_model
 
 pytestmark = pytest.mark.timeout(900)
@@ -263,8 +263,18 @@ def test_chaos_kills_during_work_give_the_uninterrupted_result_without_asking_ag
 
     log = tmp_path / "chaos-calls.log"
     monkeypatch.setenv(CALL_LOG_ENV, str(log))
+    # finish does its work in a blink: it dies (SIGKILL) once after deleting a rejected
+    # candidate's weights and once after writing the session status, and the launcher
+    # restarts it each time.
+    points = tmp_path / "failpoints"
+    points.mkdir()
+    for name in ("finish-after-weights", "finish-after-status"):
+        (points / name).write_text("")
+    monkeypatch.setenv(FAILPOINTS_ENV, str(points))
     chaos = Chaos(chaos_session(tmp_path / "chaos", model), log)
+    chaos.budget["finish"] = 0  # the failpoints use its restarts
     chaos.run(time.monotonic() + 720)
+    assert list(points.iterdir()) == []  # both failpoints fired
     phases = {phase for phase, _whom in chaos.kills}
     assert len(chaos.kills) >= 20, chaos.kills
     assert {"collect", "train", "audit-parent", "audit-candidate"} <= phases, chaos.kills

@@ -312,3 +312,31 @@ def test_a_pause_stops_a_sandbox_batch_before_its_next_check(session: Path) -> N
     (session / "PAUSE").touch()
     with pytest.raises(Paused, match="during a sandbox batch"):
         check_answers(r, items)
+
+
+def test_per_family_keeps_the_oldest_row_of_each_family_and_language(session: Path) -> None:
+    from codeloop.loop.export import candidates
+    from codeloop.loop.phases import open_round
+
+    # A second round that verified the same programs again: every family has two rows.
+    shutil.copytree(session / "round-000001", session / "round-000002")
+    r = open_round(session, 2)
+
+    def exported(**settings) -> dict:
+        export = r.config.export.model_copy(update=settings)
+        return candidates(type(r)(r.session, r.config.model_copy(update={"export": export}), 2))
+
+    free = exported(per_task=4)
+    capped = exported(per_task=4, per_family=1)
+    families = {}
+    for language, found in free.items():
+        for task, program, _number in found:
+            families.setdefault((language, task.family), []).append(program)
+    assert any(len(programs) > 1 for programs in families.values()), "no family to cap"
+    kept = {}
+    for language, found in capped.items():
+        for task, program, _number in found:
+            assert (language, task.family) not in kept, "two rows of one family"
+            kept[language, task.family] = program
+    assert kept == {key: programs[0] for key, programs in families.items()}
+    assert {number for found in capped.values() for _t, _p, number in found} == {1}

@@ -8,6 +8,7 @@ training step under way has been saved.
 
 from __future__ import annotations
 
+import os
 import signal
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,6 +43,27 @@ class Paused(CodeloopError):
 
 
 _stop = {"requested": False}
+
+FAILPOINTS_ENV = "CODELOOP_FAILPOINTS"
+"""Tests only: a folder of marker files naming points where a phase dies once."""
+
+
+def failpoint(name: str) -> None:
+    """Die here by SIGKILL, once, when $CODELOOP_FAILPOINTS holds a file `name`.
+
+    Phases that do their work in a blink (finish) cannot be killed in the middle from
+    outside reliably; the chaos test plants a failpoint between two of their writes
+    instead, and the launcher's crash-restart path must then give the same result.
+    """
+    folder = os.environ.get(FAILPOINTS_ENV)
+    if not folder:
+        return
+    marker = Path(folder) / name
+    try:
+        marker.unlink()
+    except FileNotFoundError:
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def install_stop_handler() -> None:

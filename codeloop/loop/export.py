@@ -1,7 +1,8 @@
 """export: the verified training rows of this and earlier rounds, re-verified, balanced.
 
 Only passed answers to TRAIN tasks are replayed (never validation or test): up to
-`export.per_task` distinct verified programs per task, the newest
+`export.per_task` distinct verified programs per task and (where set)
+`export.per_family` per problem family and language, the oldest kept; then the newest
 `export.replay_per_language` per language. Each program is checked again now, and
 the row trains on exactly the program that was re-checked: a program that passed
 once and fails today means the sandbox or the task changed, which is an error, not
@@ -61,9 +62,12 @@ def _verified_programs(row: dict[str, Any]) -> list[str]:
 
 
 def candidates(r: Round) -> dict[str, list[Candidate]]:
-    """Verified train programs per language, oldest first, at most `per_task` per task."""
+    """Verified train programs per language, oldest first, at most `per_task` per task
+    and `per_family` per (language, family)."""
     found: dict[str, list[Candidate]] = {}
     taken: dict[str, int] = {}
+    per_family: dict[tuple[str, str], int] = {}
+    family_cap = r.config.export.per_family
     for number in r.session.rounds():
         if number > r.number:
             continue
@@ -82,10 +86,14 @@ def candidates(r: Round) -> dict[str, list[Candidate]]:
             task = train.get(row["id"])
             if task is None or task.split != "train":
                 continue
+            family = (task.language, task.family)
             for program in _verified_programs(row):
                 if taken.get(task.id, 0) >= r.config.export.per_task:
                     break
+                if family_cap is not None and per_family.get(family, 0) >= family_cap:
+                    break
                 taken[task.id] = taken.get(task.id, 0) + 1
+                per_family[family] = per_family.get(family, 0) + 1
                 found.setdefault(task.language, []).append((task, program, number))
     return found
 

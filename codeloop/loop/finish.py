@@ -15,7 +15,7 @@ from codeloop import store
 from codeloop.errors import IntegrityError
 from codeloop.loop.audit import due
 from codeloop.loop.audit import suite as audit_suite
-from codeloop.loop.common import Round, status
+from codeloop.loop.common import Round, failpoint, status
 from codeloop.loop.gate import compare
 
 LIMITATIONS = [
@@ -150,6 +150,7 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         for child in adapter.glob("checkpoint-*"):
             shutil.rmtree(child, ignore_errors=True)
         (adapter / "adapter_model.safetensors").unlink(missing_ok=True)
+    failpoint("finish-after-weights")
     current = status(r.session)
     history = [entry for entry in current.get("history", []) if entry["round"] != r.number]
     history.append(
@@ -168,6 +169,7 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
             "history": sorted(history, key=lambda e: e["round"]),
         },
     )
+    failpoint("finish-after-status")
     return {
         "completed": True,
         **verdict,
