@@ -287,6 +287,35 @@ RUST_22_ATTACKS: dict[str, str] = {
     ),
 }
 
+# Rust task 137 (compare_one -> RtnType<String, f64, i32>, an enum the solution itself
+# defines): the test's crate gets a copy of a plain enum rebuilt from checked parts.
+# Under the former composition (one crate) both were judged passed; now the first
+# does not compile (the copy has only the derives the solution declared, and the
+# solution's own `impl PartialEq` stays in its crate) and the second fails its asserts.
+RUST_137_ATTACKS: dict[str, str] = {
+    "always-equal-enum": (
+        "    let _ = (a, b);\n    RtnType::Empty()\n}\n\n"
+        "#[derive(Debug)]\npub enum RtnType<S, F, I> {\n"
+        "    Empty(),\n    String(S),\n    Float(F),\n    Int(I),\n}\n"
+        "impl<S, F, I> PartialEq for RtnType<S, F, I> {\n"
+        "    fn eq(&self, _other: &Self) -> bool {\n        true\n    }\n}\n"
+    ),
+    "assert-macro-shadowed-enum": (
+        "    let _ = (a, b);\n    RtnType::Empty()\n}\n\n"
+        "#[derive(Debug, PartialEq)]\npub enum RtnType<S, F, I> {\n"
+        "    Empty(),\n    String(S),\n    Float(F),\n    Int(I),\n}\n"
+        "macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\n"
+    ),
+    # Not plain (a bound on a type parameter): the check fails outright, rather than
+    # falling back to one crate, where the shadowed macro would pass it.
+    "unplain-enum-macro-shadowed": (
+        "    let _ = (a, b);\n    RtnType::Empty()\n}\n\n"
+        "#[derive(Debug, PartialEq)]\npub enum RtnType<S: Clone, F, I> {\n"
+        "    Empty(),\n    String(S),\n    Float(F),\n    Int(I),\n}\n"
+        "macro_rules! assert_eq {\n    ($($t:tt)*) => {};\n}\n"
+    ),
+}
+
 # Rust task 12 (longest -> Option<String>): a function of the solution that the test
 # calls gets a proxy in the test's crate; one named like a prelude item (`Some`) must
 # not get one, or the test's `use super::*` would shadow the prelude with it.
@@ -343,6 +372,7 @@ def wrong_answers() -> list[tuple[str, str, str]]:
         ("rust", "Rust/0", RUST_ATTACKS),
         ("rust", "Rust/12", RUST_12_ATTACKS),
         ("rust", "Rust/22", RUST_22_ATTACKS),
+        ("rust", "Rust/137", RUST_137_ATTACKS),
     ):
         found += [(task_id, f"{language} {name}", body) for name, body in table.items()]
     return found

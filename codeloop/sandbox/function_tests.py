@@ -886,8 +886,23 @@ def _rust(
             binds=[(str(folder), _CRATES_MOUNT, False)],
             success_marker="test result: ok.",
         )
-    # Without a prompt whose open function has types that can cross (Box<dyn Any>),
-    # program and test share one process, where the program can forge the verdict.
+    missing = rustbox.solution_types(context.prompt, context.entry_point) if context.prompt else []
+    if missing:
+        # The signature names a type only the solution can define (Rust/137's RtnType),
+        # and this solution does not define it as a plain enum: a failure, decided
+        # without falling back to the one-process composition the program could forge.
+        message = (
+            f"the test uses {', '.join(missing)}, which the solution must define as a plain "
+            "enum (derives only, type parameters without bounds, tuple or unit variants "
+            "of types that cross between processes)"
+        )
+        return TestBuild(
+            files={},
+            compile=["/bin/sh", "-c", f"echo {shlex.quote(message)} >&2; exit 1"],
+            run=["/bin/false"],
+        )
+    # Without a prompt whose open function has types that can cross, program and test
+    # share one process, where the program can forge the verdict.
     compile_argv = [
         "/usr/bin/rustc",
         *_RUST_FLAGS,

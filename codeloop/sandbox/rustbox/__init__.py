@@ -15,8 +15,13 @@ Types that cross: integers, floats, bool, char, String and &str, Vec, slices and
 references to them, Option, tuples up to 4, HashMap, and `Box<dyn Any>` / `&dyn Any`
 holding a scalar, a string or a Vec of them (its concrete type travels with it);
 `Vec<&str>` and `HashMap<&str, &str>` arguments are rebuilt from owned strings.
-Others (the task's own structs and enums, which the solution defines) keep the
-one-process composition.
+An enum the solution defines and the signature uses (HumanEval-X Rust/137's
+`RtnType`) crosses when it is plain: only derives from an allowlist, type parameters
+without bounds, tuple or unit variants whose fields are its type parameters or types
+that cross. The test's crate gets a copy rebuilt from those checked parts (never the
+solution's text), so its derived `PartialEq` is the compiler's, and both sides get
+generated codecs. Other types (structs, enums with impls of their own that matter,
+trait objects other than `dyn Any`) keep the one-process composition.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ _SCALARS = {
 _LIFETIME = re.compile(r"'\w+\s*")
 _DYN_ANY = re.compile(r"Box\s*<\s*dyn\s+Any\s*>")
 _FREE_CALL = re.compile(r"(?<![\w.:])([a-z_][A-Za-z0-9_]*)\s*\(")
+_ENUM = re.compile(
+    r"((?:#\[derive\([\w\s,]*\)\]\s*)*)(?:pub(?:\([\w\s]*\))?\s+)?enum\s+([A-Z]\w*)\s*"
+    r"(<[^<>{}]*>)?\s*\{([^{}]*)\}"
+)
+_DERIVES = frozenset({"Debug", "PartialEq", "Eq", "Clone", "Copy", "PartialOrd", "Ord", "Hash"})
+_VARIANT = re.compile(r"([A-Z]\w*)\s*(?:\((.*)\))?", re.S)
 PRELUDE_FUNCTIONS = frozenset({"drop"})
 """Lower-case functions of Rust's prelude (its variants, `Some`, `Ok`, `Err`, are
 capitalised and never match a free call here)."""
@@ -60,11 +71,119 @@ class Param:
     """Expression turning the decoded value `{v}` into the argument."""
 
 
-def _owned(kind: str) -> tuple[str, str] | None:
+@dataclass(frozen=True)
+class Enum:
+    """A plain enum of the solution's, as checked parts (see the module's docstring)."""
+
+    name: str
+    generics: tuple[str, ...]
+    derives: tuple[str, ...]
+    variants: tuple[tuple[str, tuple[str, ...] | None], ...]
+    """(name, field types); None for a unit variant, () for `Name()`."""
+
+    def _head(self, bound: str) -> tuple[str, str]:
+        params = ", ".join(f"{g}: {bound}" for g in self.generics)
+        args = ", ".join(self.generics)
+        return (f"<{params}>" if params else ""), (f"<{args}>" if args else "")
+
+    def definition(self) -> str:
+        """The enum rebuilt from its checked parts."""
+        derive = f"#[derive({', '.join(self.derives)})]\n" if self.derives else ""
+        generics = f"<{', '.join(self.generics)}>" if self.generics else ""
+        body = "".join(
+            f"    {name},\n" if fields is None else f"    {name}({', '.join(fields)}),\n"
+            for name, fields in self.variants
+        )
+        return f"{derive}#[allow(dead_code)]\npub enum {self.name}{generics} {{\n{body}}}\n"
+
+    def codec(self, rpc: str) -> str:
+        """Put and Get for the enum; `rpc` is the path of the codeloop_rpc module."""
+        params, args = self._head(f"{rpc}::Put")
+        arms = []
+        for index, (name, fields) in enumerate(self.variants):
+            count = len(fields or ())
+            binds = [f"f{i}" for i in range(count)]
+            pattern = f"{self.name}::{name}" + ("" if fields is None else f"({', '.join(binds)})")
+            puts = "".join(f" {rpc}::Put::put(f{i}, out);" for i in range(count))
+            arms.append(
+                f"            {pattern} => {{ {rpc}::put_variant(out, {index}, {count});{puts} }}"
+            )
+        put = (
+            f"impl{params} {rpc}::Put for {self.name}{args} {{\n"
+            "    fn put(&self, out: &mut Vec<u8>) {\n        match self {\n"
+            + "\n".join(arms)
+            + "\n        }\n    }\n}\n"
+        )
+        params, args = self._head(f"{rpc}::Get")
+        arms = []
+        for index, (name, fields) in enumerate(self.variants):
+            count = len(fields or ())
+            gets = ", ".join(f"{rpc}::Get::get(input)?" for _ in range(count))
+            value = f"{self.name}::{name}" + ("" if fields is None else f"({gets})")
+            arms.append(f"            ({index}, {count}) => Ok({value}),")
+        get = (
+            f"impl{params} {rpc}::Get for {self.name}{args} {{\n"
+            f"    fn get(input: &mut {rpc}::Reader) -> Result<Self, String> {{\n"
+            f"        match {rpc}::get_variant(input)? {{\n"
+            + "\n".join(arms)
+            + '\n            _ => Err("codeloop: a variant of another enum".to_string()),'
+            "\n        }\n    }\n}\n"
+        )
+        return put + get
+
+
+def plain_enums(program: str) -> dict[str, Enum]:
+    """The enums of `program` that may cross, by name (see the module's docstring)."""
+    code = re.sub(r"/\*.*?\*/", " ", re.sub(r"//[^\n]*", "", program), flags=re.S)
+    found: dict[str, Enum] = {}
+    for match in _ENUM.finditer(code):
+        derives = [
+            word.strip()
+            for attribute in re.findall(r"derive\(([\w\s,]*)\)", match.group(1))
+            for word in attribute.split(",")
+            if word.strip()
+        ]
+        generics = [g.strip() for g in (match.group(3) or "<>")[1:-1].split(",") if g.strip()]
+        if not set(derives) <= _DERIVES or not all(re.fullmatch(r"[A-Z]\w*", g) for g in generics):
+            continue
+        variants: list[tuple[str, tuple[str, ...] | None]] = []
+        for part in split_top_level(match.group(4)):
+            if not part.strip():
+                continue
+            variant = _VARIANT.fullmatch(part.strip())
+            if variant is None:
+                break
+            fields = None
+            if variant.group(2) is not None:
+                fields = tuple(f.strip() for f in split_top_level(variant.group(2)) if f.strip())
+                if not all(f in generics or _owned(f) == (f, "{v}") for f in fields):
+                    break
+            variants.append((variant.group(1), fields))
+        else:
+            name = match.group(2)
+            if variants and name not in found:
+                found[name] = Enum(name, tuple(generics), tuple(derives), tuple(variants))
+    return found
+
+
+def _enum_type(kind: str, enums: dict[str, Enum]) -> bool:
+    """Whether `kind` names a plain enum of `enums`, with type arguments that cross."""
+    match = re.fullmatch(r"([A-Z]\w*)\s*(?:<(.*)>)?", kind.strip(), re.S)
+    if match is None or match.group(1) not in enums:
+        return False
+    arguments = [a.strip() for a in split_top_level(match.group(2) or "") if a.strip()]
+    if len(arguments) != len(enums[match.group(1)].generics):
+        return False
+    return all(_owned(a) == (a, "{v}") for a in arguments)
+
+
+def _owned(kind: str, enums: dict[str, Enum] | None = None) -> tuple[str, str] | None:
     """(owned type, conversion of a decoded value `{v}` to `kind`), or None when it
     cannot cross."""
     kind = kind.strip()
     if kind in _SCALARS:
+        return kind, "{v}"
+    if enums and _enum_type(kind, enums):
         return kind, "{v}"
     if _DYN_ANY.fullmatch(kind):
         return "Box<dyn Any>", "{v}"
@@ -117,9 +236,11 @@ def _owned(kind: str) -> tuple[str, str] | None:
     return f"{outer}<{found[0]}>", "{v}"
 
 
-def _returnable(kind: str) -> bool:
+def _returnable(kind: str, enums: dict[str, Enum] | None = None) -> bool:
     """Whether the proxy can hand the test a value of `kind` (&str is leaked to 'static)."""
     kind = kind.strip()
+    if enums and _enum_type(kind, enums):
+        return True
     if kind in ("", "()", "&str"):
         return True
     if kind.startswith("&"):
@@ -137,6 +258,8 @@ class Signature:
     params: list[Param]
     result: str
     """The return type, lifetimes removed ("" for none)."""
+    enums: tuple[Enum, ...] = ()
+    """The solution's plain enums its types name (rebuilt and given codecs)."""
 
     def proxy_declaration(self) -> str:
         """The proxy's signature, rebuilt from checked parts only (never copied text)."""
@@ -145,7 +268,7 @@ class Signature:
         return f"fn {self.name}({params})" + (f" -> {result}" if result else "")
 
 
-def _parse(stub: re.Match[str]) -> Signature | None:
+def _parse(stub: re.Match[str], enums: dict[str, Enum] | None = None) -> Signature | None:
     generics = stub.group(2) or ""
     if generics and _LIFETIME.sub("", generics).strip("<>, \t"):
         return None  # type parameters, not only lifetimes
@@ -160,14 +283,39 @@ def _parse(stub: re.Match[str]) -> Signature | None:
         if not words or not re.fullmatch(r"[A-Za-z_]\w*", words[-1]):
             return None
         kind = _LIFETIME.sub("", kind).strip()
-        found_type = _owned(kind)
+        found_type = _owned(kind, enums)
         if found_type is None:
             return None
         params.append(Param(words[-1], kind, found_type[0], found_type[1]))
     result = _LIFETIME.sub("", stub.group(4) or "").strip()
-    if not _returnable(result):
+    if not _returnable(result, enums):
         return None
-    return Signature(stub.group(1), params, result)
+    words = set(re.findall(r"\w+", result + " " + " ".join(p.kind for p in params)))
+    used = tuple(enum for name, enum in (enums or {}).items() if name in words)
+    return Signature(stub.group(1), params, result, used)
+
+
+_STD_TYPES = frozenset(
+    {"Vec", "Option", "HashMap", "HashSet", "BTreeMap", "BTreeSet", "String", "Box", "Any"}
+)
+
+
+def solution_types(prompt: str, entry_point: str | None) -> list[str]:
+    """Types the open function's signature names that the trusted prompt does not define
+    (so the solution must): decided on trusted text only. A check whose solution does
+    not define them as plain enums is a failure, never the one-process composition."""
+    found = [m for m in _STUB.finditer(prompt) if m.group(1) != "main"]
+    found = [m for m in found if entry_point in (None, m.group(1))]
+    if not found:
+        return []
+    stub = found[-1]
+    named = set(re.findall(r"\b[A-Z]\w*", f"{stub.group(3)} {stub.group(4) or ''}"))
+    defined = set(re.findall(r"\b(?:enum|struct|type|trait)\s+([A-Z]\w*)", prompt))
+    return sorted(named - _STD_TYPES - defined - set(_generic_names(stub.group(2))))
+
+
+def _generic_names(generics: str | None) -> list[str]:
+    return re.findall(r"\b[A-Z]\w*", _LIFETIME.sub("", generics or ""))
 
 
 def signatures(
@@ -188,7 +336,10 @@ def signatures(
     if not found:
         return None
     stub = found[-1]
-    first = _parse(stub)
+    # The solution's own plain enums (a name the trusted prompt defines is not one).
+    trusted = set(re.findall(r"\b(?:enum|struct|type)\s+([A-Z]\w*)", prompt))
+    enums = {name: e for name, e in plain_enums(program).items() if name not in trusted}
+    first = _parse(stub, enums)
     if first is None:
         return None
     declared = {m.group(1) for m in _STUB.finditer(prompt[: stub.start()])}
@@ -202,7 +353,7 @@ def signatures(
         if name in seen or name not in called:
             continue
         seen.add(name)
-        extra = _parse(match)
+        extra = _parse(match, enums)
         if extra is not None:
             chosen.append(extra)
     return chosen, stub.start()
@@ -241,11 +392,20 @@ def server_source(program: str, sigs: list[Signature]) -> str:
         "        Ok(out)",
         "    }",
     ]
+    codecs = "".join(enum.codec("crate::codeloop_rpc") for enum in _enums(sigs))
     return (
         f'#[path = "{MODULE}"]\nmod codeloop_rpc;\n\n'
         "fn main() {\n    codeloop_rpc::serve(solution::codeloop_entry);\n}\n\n"
-        f"mod solution {{\n{program}\n\n" + "\n".join(lines) + "\n}\n"
+        f"mod solution {{\n{program}\n\n" + "\n".join(lines) + f"\n{codecs}}}\n"
     )
+
+
+def _enums(sigs: list[Signature]) -> list[Enum]:
+    found: dict[str, Enum] = {}
+    for sig in sigs:
+        for enum in sig.enums:
+            found.setdefault(enum.name, enum)
+    return list(found.values())
 
 
 def test_source(prompt: str, test: str, sigs: list[Signature], at: int) -> str:
@@ -257,6 +417,10 @@ def test_source(prompt: str, test: str, sigs: list[Signature], at: int) -> str:
             f"{sig.proxy_declaration()} {{\n"
             f'    codeloop_rpc::call("{sig.name}", |out: &mut Vec<u8>| {{{puts} }})\n}}\n'
         )
+    enums = "".join(e.definition() + e.codec("codeloop_rpc") for e in _enums(sigs))
     return (
-        f'#[path = "{MODULE}"]\nmod codeloop_rpc;\n{prompt[:at]}\n' + "".join(proxies) + f"{test}\n"
+        f'#[path = "{MODULE}"]\nmod codeloop_rpc;\n{prompt[:at]}\n'
+        + enums
+        + "".join(proxies)
+        + f"{test}\n"
     )
