@@ -11,6 +11,7 @@ with exit code 0 before the tests ran (a reward hack) is not a pass.
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
@@ -123,10 +124,12 @@ def checks(problems: Problems) -> dict[tuple[str, str], Check]:
     wanted["assert-only", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_ASSERT_ONLY)
     wanted["silence", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_SILENCE)
     wanted["assert-only", "Java/151"] = _request(problems, "Java/151", JAVA_151_ASSERT_ONLY)
+    # A declaration whose types cannot cross (a pointer): the one-process composition.
     wanted["generic", "cpp"] = CheckRequest(
         language="cpp",
-        program="#include <vector>\nint twice(int x) { return 2 * x; }\n",
-        test="#include <cassert>\nint main() { assert(twice(3) == 6); }\n",
+        program="#include <vector>\nint twice(int* x) { return 2 * *x; }\n",
+        test="#include <cassert>\nint main() { int v = 3; assert(twice(&v) == 6); }\n",
+        prompt="int twice(int* x) {\n",
     )
     results = check_many(list(wanted.values()), workers=2)
     return dict(zip(wanted, results, strict=True))
@@ -197,6 +200,15 @@ def test_rust_50_is_an_environment_error_with_its_reason(checks: dict) -> None:
 def test_cpp_program_without_the_common_headers_compiles_as_written(checks: dict) -> None:
     check = checks["generic", "cpp"]
     assert check.status == "passed", check.feedback
+
+
+@pytest.mark.parametrize("language", ["cpp", "go", "java", "rust", "javascript"])
+def test_a_function_test_without_a_trusted_declaration_is_refused(language: str) -> None:
+    """Without the declaration (or, in JavaScript, the entry point) the test cannot be
+    built apart from the solution; the one-process composition would let the solution
+    forge the verdict, so such a check is refused before anything runs."""
+    with pytest.raises(ValidationError, match="function test needs"):
+        CheckRequest(language=language, program="x", test="y")
 
 
 def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:

@@ -60,6 +60,11 @@ class Case(BaseModel):
     output: str
 
 
+NEEDS_PROMPT = frozenset({"cpp", "go", "java", "rust"})
+"""Languages whose function tests are compiled against a proxy built from the trusted
+declaration (`prompt`): without one, a check is refused."""
+
+
 class CheckRequest(BaseModel):
     """One program to check: stdio cases, or (for function tasks) a test program."""
 
@@ -85,6 +90,24 @@ class CheckRequest(BaseModel):
             raise ValueError("a check needs at least one test case (or a test program)")
         if self.test is not None and not self.test.strip():
             raise ValueError("the test program is empty")
+        if self.test is not None and self.language in NEEDS_PROMPT and not self.prompt.strip():
+            # Without the function's trusted declaration the test cannot be built apart
+            # from the solution, and in one process the solution could forge the verdict.
+            raise ValueError(
+                f"a {self.language} function test needs `prompt`: the trusted code that "
+                "declares the function under test (as HumanEval-X's prompt), so that the "
+                "test is compiled apart from the solution"
+            )
+        if (
+            self.test is not None
+            and self.language == "javascript"
+            and not self.prompt.strip()
+            and not self.entry_point
+        ):
+            raise ValueError(
+                "a javascript function test needs `entry_point` (or a `prompt` that "
+                "declares it), so that the test runs apart from the solution"
+            )
         return self
 
 

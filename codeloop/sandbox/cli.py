@@ -80,6 +80,15 @@ def check(
         None, "--cases", help='JSON list of {"input", "output"} test cases.'
     ),
     test: Path | None = typer.Option(None, "--test", help="Test program (function-level task)."),
+    prompt: Path | None = typer.Option(
+        None,
+        "--prompt",
+        help="With --test: trusted code declaring the function under test (needed for "
+        "cpp, go, java, rust: the test is compiled apart from the solution).",
+    ),
+    entry_point: str | None = typer.Option(
+        None, "--entry-point", help="With --test: the function under test."
+    ),
     checker: str = typer.Option("lines", "--checker", help="lines, tokens or float:EPS."),
     batch: Path | None = typer.Option(None, "--batch", help="JSONL of checks to run."),
     output: Path | None = typer.Option(None, "--out", help="Where --batch writes its results."),
@@ -108,6 +117,10 @@ def check(
     }
     if test is not None:
         fields["test"] = test.read_text(encoding="utf-8")
+        if prompt is not None:
+            fields["prompt"] = prompt.read_text(encoding="utf-8")
+        if entry_point is not None:
+            fields["entry_point"] = entry_point
     else:
         fields["cases"] = _read_json(cases, "cases")  # type: ignore[arg-type]
     try:

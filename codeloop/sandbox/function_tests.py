@@ -265,33 +265,9 @@ def _javascript(
             stdin=json.dumps(setup).encode(),
             syntax_exit=3,
         )
-    # Without a named entry point the program and test share one process, where the
-    # program can forge the verdict (kept for raw `codeloop check` of a JS test).
-    marker = _nonce()
-    # console.assert is wrapped (and frozen) between program and test: a failed
-    # assertion withholds the marker even if the program silenced console.assert.
-    guard = (
-        "\n;const __codeloopTestsDone = (() => {\n"
-        "  let failed = false;\n"
-        "  const original = console.assert.bind(console);\n"
-        "  Object.defineProperty(console, 'assert', {\n"
-        "    value: (condition, ...rest) => {\n"
-        "      if (!condition) failed = true;\n"
-        "      original(condition, ...rest);\n"
-        "    },\n"
-        "    writable: false,\n"
-        "    configurable: false,\n"
-        "  });\n"
-        f"  return () => {{ if (!failed) process.stdout.write('\\n{marker}\\n'); }};\n"
-        "})();\n"
-    )
-    source = program.rstrip("\n") + guard + test.rstrip("\n") + "\n;__codeloopTestsDone();\n"
-    return TestBuild(
-        files={language.source: source.encode()},
-        run=language.run_argv(memory_mib),
-        env=dict(language.env),
-        failure_markers=("Assertion failed",),
-        success_marker=marker,
+    raise ValueError(
+        "a javascript function test needs an entry point: pass `entry_point`, or a prompt "
+        "that declares the function under test"
     )
 
 
