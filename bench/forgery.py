@@ -35,10 +35,16 @@ TABLES = [
     ("python", "ATTACKS", None),
     ("javascript", "JS_ATTACKS", None),
     ("cpp", "CPP_ATTACKS", "CPP/0"),
+    ("cpp", "CPP_22_ATTACKS", "CPP/22"),
+    ("cpp", "CPP_137_ATTACKS", "CPP/137"),
     ("go", "GO_ATTACKS", "Go/0"),
+    ("go", "GO_12_ATTACKS", "Go/12"),
+    ("go", "GO_22_ATTACKS", "Go/22"),
     ("java", "JAVA_ATTACKS", "Java/0"),
     ("rust", "RUST_ATTACKS", "Rust/0"),
     ("rust", "RUST_12_ATTACKS", "Rust/12"),
+    ("rust", "RUST_22_ATTACKS", "Rust/22"),
+    ("rust", "RUST_137_ATTACKS", "Rust/137"),
 ]
 
 
