@@ -22,7 +22,11 @@ def commit() -> str:
     def git(*args: str) -> str:
         return subprocess.run(
             # From the repository's root: the pathspecs below are relative to it.
-            ["git", *args], capture_output=True, text=True, cwd=RESULTS.parent.parent, check=False
+            ["git", *args],
+            capture_output=True,
+            text=True,
+            cwd=RESULTS.parent.parent,
+            check=False,
         ).stdout.strip()
 
     head = git("rev-parse", "--short=10", "HEAD") or "unknown"

@@ -39,6 +39,7 @@ app.add_typer(data_app, name="data")
 app.command("run")(loop_cli.run)
 app.command("phase")(loop_cli.phase)
 app.command("status")(loop_cli.show_status)
+app.command("verify")(loop_cli.verify)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)
 app.command("train")(train_command)
@@ -50,7 +51,6 @@ _state = {"debug": os.environ.get("CODELOOP_DEBUG") == "1"}
 # Subcommands whose owning issue is not done yet: name -> (what it will do, issue).
 _PLANNED: dict[str, tuple[str, int]] = {
     "report": ("Write the HTML report of a session.", 7),
-    "verify": ("Re-verify a session's saved answers and artifact hashes.", 7),
     "export-dataset": ("Export a session's verified training rows.", 7),
 }
 for _name, (_summary, _issue) in _PLANNED.items():

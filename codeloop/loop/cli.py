@@ -90,3 +90,38 @@ def show_status(
                 highlight=False,
             )
     out.print(f"checked at {time.strftime('%Y-%m-%d %H:%M:%S')}")
+
+
+def verify(
+    session: Path = typer.Argument(..., help="Session folder."),
+    recheck: bool = typer.Option(
+        False, "--recheck", help="Also run every training row's program again in the sandbox."
+    ),
+) -> None:
+    """Recompute a session's recorded sha256s and re-check its invariants; exit 1 on any
+    violation."""
+    from rich.table import Table
+
+    from codeloop.loop.verify import verify_session
+
+    findings = verify_session(session, recheck=recheck)
+    table = Table(title=f"codeloop verify {session}")
+    for column in ("round", "check", "result", "detail"):
+        table.add_column(column)
+    grouped: dict[tuple[int | None, str], list] = {}
+    for finding in findings:
+        grouped.setdefault((finding.round, finding.check), []).append(finding)
+    for (number, check), items in grouped.items():
+        failed = [f for f in items if not f.ok]
+        result = "[red]VIOLATED[/]" if failed else "[green]ok[/]"
+        detail = "; ".join(f.detail for f in failed[:3]) + (
+            f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        )
+        count = f" ({len(items)})" if len(items) > 1 and not failed else ""
+        table.add_row("-" if number is None else str(number), check + count, result, detail)
+    out.print(table)
+    violations = sum(not f.ok for f in findings)
+    if violations:
+        out.print(f"[red]{violations} violation(s)[/]")
+        raise typer.Exit(1)
+    out.print(f"[green]every check holds[/] ({len(findings)} checks)")

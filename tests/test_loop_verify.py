@@ -1,0 +1,125 @@
+"""`codeloop verify`: a finished session holds; each kind of tampering is caught.
+
+One real round (tiny model, replay answers) is run once; each test copies the session,
+changes one thing the way a careless or dishonest edit would, and runs the command.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from codeloop import store
+from codeloop.loop.verify import verify_session
+from tests.loop_fixtures import make_session, tiny_model
+
+pytestmark = pytest.mark.timeout(900)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("verify")
+    session = make_session(root / "session", tiny_model(root / "model"))
+    result = subprocess.run(
+        [sys.executable, "-m", "codeloop", "run", "--session", str(session)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return session
+
+
+@pytest.fixture
+def session(finished: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "session"
+    shutil.copytree(finished, copy)
+    return copy
+
+
+def verify(session: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "codeloop", "verify", str(session), *flags],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def violated(session: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for finding in verify_session(session):
+        if not finding.ok:
+            found.setdefault(finding.check, []).append(finding.detail)
+    return found
+
+
+def test_a_finished_session_holds_and_its_rows_pass_again(session: Path) -> None:
+    result = verify(session, "--recheck")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "every check holds" in result.stdout
+    assert "recheck" in result.stdout  # the rows were run again
+
+
+def test_a_tampered_answer_is_caught(session: Path) -> None:
+    rows_file = session / "round-000001" / "collect-rows.json"
+    rows = store.read(rows_file)
+    row = next(r for r in rows["rows"] if r.get("verified"))
+    row["verified"][0]["program"] += "\n# edited after collect\n"
+    store.write_json(rows_file, rows)
+    assert "collect" in violated(session)
+    result = verify(session)
+    assert result.returncode == 1
+    assert "VIOLATED" in result.stdout and "collect-rows.json" in result.stdout
+
+
+def test_a_validation_task_planted_in_train_jsonl_is_caught(session: Path) -> None:
+    folder = session / "round-000001"
+    tasks = store.read(folder / "tasks.json")
+    data = folder / "train.jsonl"
+    lines = data.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["task_id"] = tasks["validation"][0]["id"]
+    data.write_text("\n".join([json.dumps(row), *lines]) + "\n")
+    # Re-hash it everywhere, as a forger would: only the content can give it away.
+    digest = store.sha256_file(data)
+    for name in ("export.json", "train.jsonl.manifest.json"):
+        recorded = store.read(folder / name)
+        recorded["data_sha256" if name == "export.json" else "dataset_sha256"] = digest
+        store.write_json(folder / name, recorded)
+    found = violated(session)
+    assert any("validation task or family" in detail for detail in found["export rows"]), found
+
+
+def test_a_swapped_adapter_file_is_caught(session: Path) -> None:
+    weights = session / "round-000001" / "adapter" / "adapter_model.safetensors"
+    if not weights.exists():
+        pytest.skip("the fixture round rejected its candidate (no weights to swap)")
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    found = violated(session)
+    assert "adapter" in found, found
+
+
+def test_a_changed_tasks_json_is_caught(session: Path) -> None:
+    tasks_file = session / "round-000001" / "tasks.json"
+    tasks = store.read(tasks_file)
+    tasks["train"] = tasks["train"][:-1]
+    store.write_json(tasks_file, tasks)
+    found = violated(session)
+    assert "tasks" in found and "finish inputs" not in found, found
+
+
+def test_verify_refuses_a_folder_that_is_no_session(tmp_path: Path) -> None:
+    result = verify(tmp_path)
+    assert result.returncode != 0
+    assert "not a session folder" in result.stdout + result.stderr
