@@ -40,6 +40,7 @@ app.command("run")(loop_cli.run)
 app.command("phase")(loop_cli.phase)
 app.command("status")(loop_cli.show_status)
 app.command("verify")(loop_cli.verify)
+app.command("export-dataset")(loop_cli.export_dataset)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)
 app.command("train")(train_command)
@@ -51,7 +52,6 @@ _state = {"debug": os.environ.get("CODELOOP_DEBUG") == "1"}
 # Subcommands whose owning issue is not done yet: name -> (what it will do, issue).
 _PLANNED: dict[str, tuple[str, int]] = {
     "report": ("Write the HTML report of a session.", 7),
-    "export-dataset": ("Export a session's verified training rows.", 7),
 }
 for _name, (_summary, _issue) in _PLANNED.items():
     planned(app, _name, _summary, _issue, f"codeloop {_name}")

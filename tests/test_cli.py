@@ -26,7 +26,6 @@ DESIGN_COMMANDS = [
 ]
 NOT_BUILT_YET = [
     ["report"],
-    ["export-dataset"],
 ]
 
 

@@ -123,3 +123,39 @@ def test_verify_refuses_a_folder_that_is_no_session(tmp_path: Path) -> None:
     result = verify(tmp_path)
     assert result.returncode != 0
     assert "not a session folder" in result.stdout + result.stderr
+
+
+def test_export_dataset_writes_a_folder_datasets_loads(session: Path, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    out = tmp_path / "dataset"
+    result = subprocess.run(
+        [sys.executable, "-m", "codeloop", "export-dataset", str(session), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    loaded = datasets.load_dataset(str(out))["train"]
+    trained = [
+        json.loads(line)
+        for line in (session / "round-000001" / "train.jsonl").read_text().splitlines()
+    ]
+    assert len(loaded) == len(trained) > 0
+    assert sorted(loaded["program_sha256"]) == sorted(
+        row["verification"]["program_sha256"] for row in trained
+    )
+    for row in loaded:
+        assert store.sha256_bytes(row["program"].encode()) == row["program_sha256"]
+    card = (out / "README.md").read_text()
+    assert "license:" in card and "verification: local_execution" in card
+
+
+def test_export_dataset_refuses_a_tampered_session(session: Path, tmp_path: Path) -> None:
+    from codeloop.errors import CodeloopError
+    from codeloop.loop.dataset import export_dataset
+
+    rows_file = session / "round-000001" / "collect-rows.json"
+    rows_file.write_text(rows_file.read_text().replace('"passed": false', '"passed": true'))
+    with pytest.raises(CodeloopError, match="violation"):
+        export_dataset(session, tmp_path / "dataset")
+    assert not (tmp_path / "dataset").exists()

@@ -125,3 +125,20 @@ def verify(
         out.print(f"[red]{violations} violation(s)[/]")
         raise typer.Exit(1)
     out.print(f"[green]every check holds[/] ({len(findings)} checks)")
+
+
+def export_dataset(
+    session: Path = typer.Argument(..., help="Session folder."),
+    out: Path = typer.Option(..., "--out", help="New folder for the dataset."),
+) -> None:
+    """Write a session's verified training rows as a Hugging Face dataset folder (parquet
+    and a dataset card); refused when `codeloop verify` finds a violation."""
+    from codeloop.loop.dataset import export_dataset as write
+
+    summary = write(session, out)
+    languages = ", ".join(f"{lang} {n}" for lang, n in summary["languages"].items())
+    Console().print(
+        f"wrote {summary['rows']} verified rows ({languages}) to {out}; "
+        f"load with datasets.load_dataset({str(out)!r})",
+        highlight=False,
+    )
