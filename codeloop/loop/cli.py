@@ -142,3 +142,13 @@ def export_dataset(
         f"load with datasets.load_dataset({str(out)!r})",
         highlight=False,
     )
+
+
+def report(
+    session: Path = typer.Option(DEFAULT_SESSION, "--session", "-s", help="Session folder."),
+) -> None:
+    """Write SESSION/report.html: curves, decisions, tasks gained and lost (offline page)."""
+    from codeloop.report import write_report
+
+    path = write_report(session)
+    out.print(f"report: {path.resolve()}", highlight=False)

@@ -100,7 +100,13 @@ def collect_rows(root: Path) -> list[dict[str, Any]]:
 
 def export_dataset(root: str | Path, out: str | Path) -> dict[str, Any]:
     """Write the dataset folder; returns its summary (rows, languages, parquet sha256)."""
-    from datasets import Dataset
+    try:
+        from datasets import Dataset
+    except ImportError:
+        raise ConfigError(
+            "export-dataset needs the `datasets` package: pip install 'codeloop[cpu]' "
+            "(or pip install datasets)"
+        ) from None
 
     root, out = Path(root), Path(out)
     if out.exists() and any(out.iterdir()):

@@ -1,12 +1,16 @@
-"""`codeloop verify`: a finished session holds; each kind of tampering is caught.
+"""What a user runs on a finished session: `verify`, `export-dataset` and `report`.
 
-One real round (tiny model, replay answers) is run once; each test copies the session,
-changes one thing the way a careless or dishonest edit would, and runs the command.
+One real round (tiny model, replay answers) is run once; each test copies the session.
+verify: a finished session holds, and each kind of tampering (changed the way a
+careless or dishonest edit would) is caught. report: a real browser (headless
+Chromium) renders the page; the test reads its DOM and saves a screenshot.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -159,3 +163,60 @@ def test_export_dataset_refuses_a_tampered_session(session: Path, tmp_path: Path
     with pytest.raises(CodeloopError, match="violation"):
         export_dataset(session, tmp_path / "dataset")
     assert not (tmp_path / "dataset").exists()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_the_report_renders_in_a_browser_with_plots_and_tables(
+    session: Path, tmp_path: Path
+) -> None:
+    # A hostile answer among the tasks the candidate gained: it must show as text.
+    rows_file = session / "round-000001" / "candidate-rows.json"
+    rows = store.read(rows_file)
+    before = {
+        r["id"]: r for r in store.read(session / "round-000001" / "baseline-rows.json")["rows"]
+    }
+    target = rows["rows"][0]
+    target["passed"] = not before[target["id"]]["passed"]  # so the report shows it
+    target["answer"] = "<script>document.title='owned'</script><img src=x onerror=alert(1)>"
+    store.write_json(rows_file, rows)
+    result = subprocess.run(
+        [sys.executable, "-m", "codeloop", "report", "--session", str(session)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = session / "report.html"
+    assert str(page.resolve()) in result.stdout.replace("\n", "")
+    text = page.read_text()
+    # Offline: nothing is fetched (namespace URIs in the SVGs are names, not requests).
+    assert not re.search(
+        r"""(?:src|href)\s*=\s*["']?(?:https?:|//)|url\(\s*["']?(?:https?:|//)|@import""", text
+    )
+    browser = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,2000"]
+    dom = subprocess.run(
+        [*browser, "--dump-dom", page.resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert "<title>codeloop report" in dom and "owned" not in dom.split("</title>")[0]
+    assert "<script" not in dom and "<img" not in dom
+    assert "&lt;script&gt;document.title" in dom  # shown as text, in the changes table
+    for plot in ("validation", "loss", "replay"):
+        section = dom.split(f'id="plot-{plot}"', 1)
+        assert len(section) == 2 and "<svg" in section[1][:2000], plot
+    decisions = dom.split('class="decisions"', 1)[1].split("</table>", 1)[0]
+    assert decisions.count("<tr>") == 2  # the header and round 1
+    assert "accepted" in decisions or "rejected" in decisions
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [*browser, f"--screenshot={shot}", page.resolve().as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.exists() and shot.stat().st_size > 10_000
+    shutil.copy(shot, Path(os.environ.get("CODELOOP_REPORT_SHOT", tmp_path / "kept.png")))
