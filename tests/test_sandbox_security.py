@@ -399,10 +399,10 @@ static void *spin(void *unused) {
     return unused;
 }
 int main(void) {
-    pthread_t threads[4];
+    pthread_t threads[8];
     start = now();
-    for (int i = 0; i < 4; i++) pthread_create(&threads[i], 0, spin, 0);
-    for (int i = 0; i < 4; i++) pthread_join(threads[i], 0);
+    for (int i = 0; i < 8; i++) pthread_create(&threads[i], 0, spin, 0);
+    for (int i = 0; i < 8; i++) pthread_join(threads[i], 0);
     struct rusage used;
     getrusage(RUSAGE_SELF, &used);
     double cpu = used.ru_utime.tv_sec + used.ru_utime.tv_usec / 1e6
@@ -425,7 +425,7 @@ print(json.dumps([check.status, check.feedback[-300:]]))
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to tell")
 @pytest.mark.parametrize("cgroups", ["on", "off"])
 def test_a_program_spinning_threads_gets_one_cpu(cgroups: str) -> None:
-    """Four spinning threads use one CPU's worth of time: a cgroup CPU quota, or (with
+    """Eight spinning threads use one CPU's worth of time: a cgroup CPU quota, or (with
     CODELOOP_CGROUPS=off) pinning to the worker's CPU. Before, they took every CPU, and
     the other workers' programs could time out for it."""
     probe = subprocess.run(
