@@ -85,6 +85,24 @@ def _svg(figure) -> str:
     return text[text.index("<svg") :]
 
 
+def _finish(figure, axes, title, xlabel, ylabel, rounds, outside) -> str:
+    """Label a plot, render it as SVG and free it; `rounds` set the x ticks."""
+    import matplotlib.pyplot as plt
+
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    if rounds is not None:
+        axes.set_xticks([view.number for view in rounds])
+    if outside:
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        axes.legend(fontsize=8)
+    svg = _svg(figure)
+    plt.close(figure)
+    return svg
+
+
 def _plots(views: list[RoundView]) -> dict[str, str]:
     import matplotlib
 
@@ -105,18 +123,22 @@ def _plots(views: list[RoundView]) -> dict[str, str]:
                     ys.append(100 * cell["after"] / cell["total"])
             axes.plot(xs, ys, marker="o", label=language, linewidth=1.2, markersize=3)
         for view in gated:
+            if view.accepted is None:
+                continue  # unfinished: neither accepted nor rejected yet
             total = view.gate.get("total") or 0
             pooled = 100 * view.gate.get("after", 0) / total if total else 0
             marker = "o" if view.accepted else "x"
             colour = "green" if view.accepted else "red"
             axes.scatter([view.number], [pooled], marker=marker, s=90, color=colour, zorder=5)
-        axes.set_xlabel("round (large marker: pooled; green ● accepted, red ✕ rejected)")
-        axes.set_ylabel("candidate pass@1 (%)")
-        axes.set_xticks([v.number for v in gated])
-        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        axes.set_title("Validation pass@1 per language")
-        plots["validation"] = _svg(figure)
-        plt.close(figure)
+        plots["validation"] = _finish(
+            figure,
+            axes,
+            "Validation pass@1 per language",
+            "round (large marker: pooled; green ● accepted, red ✕ rejected)",
+            "candidate pass@1 (%)",
+            gated,
+            True,
+        )
     audited = [v for v in views if "candidate" in v.audit]
     if audited:
         figure, axes = plt.subplots(figsize=(7.5, 3.0))
@@ -128,24 +150,17 @@ def _plots(views: list[RoundView]) -> dict[str, str]:
             ]
             if points:
                 axes.plot(*zip(*points, strict=True), style, label=side)
-        axes.set_xlabel("round")
-        axes.set_ylabel("audit pass@1 (%)")
-        axes.set_xticks([v.number for v in audited])
-        axes.legend(fontsize=8)
-        axes.set_title("Audit pass@1")
-        plots["audit"] = _svg(figure)
-        plt.close(figure)
+        plots["audit"] = _finish(
+            figure, axes, "Audit pass@1", "round", "audit pass@1 (%)", audited, False
+        )
     trained = [v for v in views if v.loss]
     if trained:
         figure, axes = plt.subplots(figsize=(7.5, 3.0))
         for view in trained:
             axes.plot(range(1, len(view.loss) + 1), view.loss, label=f"round {view.number}")
-        axes.set_xlabel("optimizer step")
-        axes.set_ylabel("training loss")
-        axes.legend(fontsize=8)
-        axes.set_title("Training loss")
-        plots["loss"] = _svg(figure)
-        plt.close(figure)
+        plots["loss"] = _finish(
+            figure, axes, "Training loss", "optimizer step", "training loss", None, False
+        )
     exported = [v for v in views if v.exported]
     if exported:
         figure, axes = plt.subplots(figsize=(7.5, 3.0))
@@ -155,13 +170,15 @@ def _plots(views: list[RoundView]) -> dict[str, str]:
             heights = [v.exported.get(language, 0) for v in exported]
             axes.bar([v.number for v in exported], heights, bottom=bottoms, label=language)
             bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-        axes.set_xlabel("round")
-        axes.set_ylabel("training rows")
-        axes.set_xticks([v.number for v in exported])
-        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        axes.set_title("Rows exported per language (replay included)")
-        plots["replay"] = _svg(figure)
-        plt.close(figure)
+        plots["replay"] = _finish(
+            figure,
+            axes,
+            "Rows exported per language (replay included)",
+            "round",
+            "training rows",
+            exported,
+            True,
+        )
     return plots
 
 

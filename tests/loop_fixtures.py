@@ -127,3 +127,19 @@ def make_session(root: Path, model: Path) -> Path:
             lines.append(json.dumps({"task_id": task.id, "attempt": attempt, "answer": answer}))
     replay.write_text("\n".join(lines) + "\n")
     return root
+
+
+def finished_round(root: Path) -> Path:
+    """A session (tiny model, replay answers) whose first round ran to the end."""
+    import subprocess
+    import sys
+
+    session = make_session(root / "session", tiny_model(root / "model"))
+    result = subprocess.run(
+        [sys.executable, "-m", "codeloop", "run", "--session", str(session)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return session

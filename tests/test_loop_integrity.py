@@ -7,8 +7,6 @@ phase that must notice.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,23 +18,14 @@ from codeloop.errors import IntegrityError
 from codeloop.loop.gate import compare, mcnemar_exact, promising
 from codeloop.loop.phases import run_phase
 from codeloop.loop.prepare import check_assignment
-from tests.loop_fixtures import make_session, tiny_model
+from tests.loop_fixtures import finished_round
 
 pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("integrity")
-    session = make_session(root / "session", tiny_model(root / "model"))
-    result = subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", "--session", str(session)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return session
+    return finished_round(tmp_path_factory.mktemp("integrity"))
 
 
 @pytest.fixture

@@ -22,23 +22,14 @@ pytest.importorskip("trl")
 
 from codeloop import store
 from codeloop.loop.verify import verify_session
-from tests.loop_fixtures import make_session, tiny_model
+from tests.loop_fixtures import finished_round
 
 pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("verify")
-    session = make_session(root / "session", tiny_model(root / "model"))
-    result = subprocess.run(
-        [sys.executable, "-m", "codeloop", "run", "--session", str(session)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return session
+    return finished_round(tmp_path_factory.mktemp("verify"))
 
 
 @pytest.fixture
@@ -48,14 +39,18 @@ def session(finished: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def verify(session: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+def codeloop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "codeloop", "verify", str(session), *flags],
+        [sys.executable, "-m", "codeloop", *args],
         capture_output=True,
         text=True,
         timeout=600,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def verify(session: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return codeloop("verify", str(session), *flags)
 
 
 def violated(session: Path) -> dict[str, list[str]]:
@@ -132,12 +127,7 @@ def test_verify_refuses_a_folder_that_is_no_session(tmp_path: Path) -> None:
 def test_export_dataset_writes_a_folder_datasets_loads(session: Path, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     out = tmp_path / "dataset"
-    result = subprocess.run(
-        [sys.executable, "-m", "codeloop", "export-dataset", str(session), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = codeloop("export-dataset", str(session), "--out", str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     loaded = datasets.load_dataset(str(out))["train"]
     trained = [
@@ -182,12 +172,7 @@ def test_the_report_renders_in_a_browser_with_plots_and_tables(
     target["passed"] = not before[target["id"]]["passed"]  # so the report shows it
     target["answer"] = "<script>document.title='owned'</script><img src=x onerror=alert(1)>"
     store.write_json(rows_file, rows)
-    result = subprocess.run(
-        [sys.executable, "-m", "codeloop", "report", "--session", str(session)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = codeloop("report", "--session", str(session))
     assert result.returncode == 0, result.stdout + result.stderr
     page = session / "report.html"
     assert str(page.resolve()) in result.stdout.replace("\n", "")

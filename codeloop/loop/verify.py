@@ -33,6 +33,7 @@ from typing import Any
 from codeloop import recipe, store
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import CodeloopError
+from codeloop.loop.common import PHASES
 from codeloop.loop.prepare import check_assignment
 from codeloop.tasks.schema import Task
 
@@ -109,7 +110,7 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
     accepted: list[int] = []
     for number in session.rounds():
         folder = session.round(number)
-        result = {p: _read(folder / f"{p}.json") for p in _PHASES}
+        result = {p: _read(folder / f"{p}.json") for p in PHASES}
         if result["prepare"] is None:
             continue
         if not checks.sha(
@@ -209,20 +210,6 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
     if recheck and rows_to_recheck:
         _recheck(checks, session.root, rows_to_recheck)
     return checks.findings
-
-
-_PHASES = (
-    "prepare",
-    "collect",
-    "export",
-    "baseline",
-    "train",
-    "candidate",
-    "gate",
-    "audit-parent",
-    "audit-candidate",
-    "finish",
-)
 
 
 def _check_export(
