@@ -1,0 +1,101 @@
+"""Which hf batch size should cpu-demo use? Greedy answers at several batch sizes, one run.
+
+Generation is most of a cpu-demo round, and on a CPU a decoding step of the bundled
+SmolLM2-135M reads every weight once whatever the batch holds, so a wider batch
+should give more answers per second, until a step turns compute-bound or the
+longest answer of each batch dominates. This measures it on the prompts a round
+really sends: the inference recipe's conversations for the non-curriculum held-out
+tasks (bench/heldout.py) in every language of the preset. Per batch size: wall
+seconds, useful tokens/s, answers identical to the first size's (batch neighbours
+change floating-point sums, so greedy tokens may differ), and pass@1 in the sandbox.
+
+    .venv/bin/python bench/batch_size.py [--sizes 8,16,32] [--tasks 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import heldout
+from results import record
+
+from codeloop import recipe
+from codeloop.config import load_preset
+from codeloop.engines import create
+from codeloop.sandbox import CheckRequest, check_many
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="8,16,32")
+    parser.add_argument("--tasks", type=int, default=48)
+    parser.add_argument("--preset", default="cpu-demo")
+    args = parser.parse_args()
+    config = load_preset(args.preset)
+    tasks = heldout.tasks(list(config.tasks.languages))
+    # spread over the languages: every k-th task
+    step = max(1, len(tasks) // args.tasks)
+    tasks = tasks[::step][: args.tasks]
+    conversations = [recipe.messages(task) for task in tasks]
+    sizes = [int(size) for size in args.sizes.split(",")]
+    rows, first = [], None
+    for size in sizes:
+        engine = create(config.engine.model_copy(update={"batch_size": size}))
+        try:
+            engine.generate(conversations[:2], max_tokens=8)  # warm-up
+            started = time.perf_counter()
+            answers = [
+                c for [c] in engine.generate(conversations, max_tokens=config.engine.max_tokens)
+            ]
+            seconds = time.perf_counter() - started
+        finally:
+            engine.close()
+        texts = [answer.text for answer in answers]
+        first = first or texts
+        requests, where = [], []
+        for index, (task, text) in enumerate(zip(tasks, texts, strict=True)):
+            try:
+                program = recipe.source(text, task.language)
+            except ValueError:
+                continue
+            requests.append(
+                CheckRequest(
+                    language=task.language,
+                    program=program,
+                    cases=[case.model_dump() for case in task.cases],
+                    checker=task.checker,
+                    limits=config.sandbox.limits,
+                )
+            )
+            where.append(index)
+        checks = check_many(
+            requests, workers=config.sandbox.workers, backend=config.sandbox.backend
+        )
+        passed = sum(check.passed for check in checks)
+        tokens = sum(answer.tokens for answer in answers)
+        rows.append(
+            f"| {size} | {seconds:.1f} | {tokens / seconds:.1f} | "
+            f"{sum(a == b for a, b in zip(texts, first, strict=True))}/{len(texts)} | "
+            f"{passed}/{len(tasks)} |"
+        )
+        print(rows[-1], flush=True)
+    lines = [
+        f"hf engine, {config.engine.model}, {config.engine.precision}, greedy, max_tokens "
+        f"{config.engine.max_tokens}, {len(tasks)} held-out tasks (inference recipe "
+        f"{recipe.PROMPT_VERSION}), one warm-up call per size.",
+        "",
+        f"| batch size | seconds | useful tokens/s | answers equal to batch {sizes[0]}'s | pass@1 |",
+        "|---|---|---|---|---|",
+        *rows,
+    ]
+    print("\n".join(lines))
+    record("hf batch size on cpu-demo prompts (bench/batch_size.py)", lines)
+
+
+if __name__ == "__main__":
+    main()
