@@ -250,6 +250,11 @@ class SessionPaths:
     def pause_file(self) -> Path:
         return self.root / "PAUSE"
 
+    @property
+    def answers(self) -> Path:
+        """Every model answer of the session, keyed by what decided it (loop/answer_cache.py)."""
+        return self.root / "answers.jsonl"
+
     def round(self, number: int) -> Path:
         return self.root / round_name(number)
 

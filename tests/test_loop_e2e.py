@@ -91,6 +91,15 @@ def test_two_round_session_completes(tmp_path: Path, model: Path) -> None:
     assert not {t["id"] for t in first["train"]} & {t["id"] for t in second["train"]}
     # Round 2 starts from what round 1 retained.
     assert second["parent"] == status["history"][0]["retained_adapter"]
+    # Round 1 already asked those weights about the fixed development set (as its
+    # candidate, or as its own parent): round 2's baseline reuses exactly those answers.
+    reused = store.read(session / "round-000002/baseline-attempt.json")["reused"]
+    assert sorted(key.rsplit(":", 1)[0] for key in reused) == sorted(first["fixed_ids"])
+    assert store.read(session / "round-000002/baseline.json")["answers_reused"] == len(reused)
+    side = "candidate" if status["history"][0]["accepted"] else "baseline"
+    earlier = store.read(session / f"round-000001/{side}-attempt.json")["attempts"]
+    later = store.read(session / "round-000002/baseline-attempt.json")["attempts"]
+    assert all(later[task] == earlier[task] for task in first["fixed_ids"])
     status_text = subprocess.run(
         [sys.executable, "-m", "codeloop", "status", "--session", str(session)],
         capture_output=True,

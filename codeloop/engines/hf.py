@@ -140,8 +140,10 @@ class HFEngine:
         generators = [torch.Generator(device=self.device).manual_seed(s) for s in seeds]
         rows = len(prompts)
         tokens: list[list[int]] = [[] for _ in range(rows)]
-        done = [False] * rows
         reasons = ["length"] * rows
+        # Rows still decoding. A finished row leaves the batch (and its KV cache), so
+        # the remaining rows stop paying for it: answers end at very different lengths.
+        active = list(range(rows))
         past = None
         step_ids, step_mask = input_ids, mask
         with torch.inference_mode():
@@ -159,37 +161,34 @@ class HFEngine:
                 )
                 past = out.cache
                 logits = out.logits[:, -1, :].float()
-                chosen, fed = [], []
-                for row in range(rows):
-                    if done[row]:
-                        chosen.append(pad)
-                        fed.append(0)
-                        continue
+                keep, chosen = [], []
+                for slot, row in enumerate(active):
                     if temperature <= 0:
-                        token = int(torch.argmax(logits[row]))
+                        token = int(torch.argmax(logits[slot]))
                     else:
-                        probs = torch.softmax(logits[row] / temperature, dim=-1)
+                        probs = torch.softmax(logits[slot] / temperature, dim=-1)
                         token = int(torch.multinomial(probs, 1, generator=generators[row]))
                     if token in eos:
-                        done[row], reasons[row] = True, "stop"
-                        chosen.append(pad)
-                        fed.append(0)
+                        reasons[row] = "stop"
                         continue
                     tokens[row].append(token)
                     if "`" in self.tokenizer.decode([token]):
                         text = self.tokenizer.decode(tokens[row], skip_special_tokens=True)
                         if ends_code_block(text):
-                            done[row], reasons[row] = True, "stop"
+                            reasons[row] = "stop"
+                            continue
+                    keep.append(slot)
                     chosen.append(token)
-                    fed.append(1)
-                if all(done):
+                if not keep:
                     break
+                if len(keep) < len(active):
+                    index = torch.tensor(keep, device=self.device)
+                    past.batch_select_indices(index)
+                    step_mask = step_mask[index]
+                    active = [active[slot] for slot in keep]
                 step_ids = torch.tensor(chosen, device=self.device)[:, None]
                 step_mask = torch.cat(
-                    [
-                        step_mask,
-                        torch.tensor(fed, device=self.device, dtype=step_mask.dtype)[:, None],
-                    ],
+                    [step_mask, torch.ones_like(step_mask[:, :1])],
                     dim=1,
                 )
         self.stats["generated_tokens"] += sum(map(len, tokens))

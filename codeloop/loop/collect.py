@@ -29,6 +29,7 @@ from codeloop import recipe, store
 from codeloop.engines import Engine, create
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import IntegrityError, SandboxEnvironmentError
+from codeloop.loop.answer_cache import AnswerCache, answer_key, engine_key
 from codeloop.loop.common import Paused, Round
 from codeloop.sandbox import Check, CheckRequest, Interrupted, check_many
 from codeloop.tasks.schema import Task
@@ -167,6 +168,9 @@ class Collector:
         self.rows_file = rows_file or r.path(f"{phase}-rows.json")
         self.attempt_file = self.rows_file.with_name(f"{phase}-attempt.json")
         self._engine: Engine | None = None
+        self.cache = AnswerCache(r.session.answers)
+        self.reused: list[str] = []
+        """`task:attempt` of the answers taken from the session's answer cache, not the model."""
 
     # -- binding -------------------------------------------------------------------------
 
@@ -213,17 +217,37 @@ class Collector:
         missing = [(t, a) for t, a in wanted if a not in attempts.get(t.id, {})]
         if not missing:
             return
-        self.r.check_stop()
-        results = self.engine.generate(
-            [conversation(task) for task, _a in missing],
-            max_tokens=self.r.config.engine.max_tokens,
-            temperature=temperature,
-            seed=[seed(task) for task, _a in missing],
-            keys=[f"{task.id}:{attempt}" for task, attempt in missing],
+        adapter = self.binding()["adapter_sha256"]
+        engine = engine_key(self.r.config.engine)
+        keys = [
+            answer_key(engine, adapter, conversation(task), temperature, seed(task))
+            for task, _a in missing
+        ]
+        known = {key: text for key in keys if (text := self.cache.get(key)) is not None}
+        ask = [(item, key) for item, key in zip(missing, keys, strict=True) if key not in known]
+        fresh: dict[str, str] = {}
+        if ask:
+            self.r.check_stop()
+            results = self.engine.generate(
+                [conversation(task) for (task, _a), _key in ask],
+                max_tokens=self.r.config.engine.max_tokens,
+                temperature=temperature,
+                seed=[seed(task) for (task, _a), _key in ask],
+                keys=[f"{task.id}:{attempt}" for (task, attempt), _key in ask],
+            )
+            fresh = {
+                key: completion.text for (_i, key), [completion] in zip(ask, results, strict=True)
+            }
+            self.cache.add(fresh)
+            known.update(fresh)
+        for (task, attempt), key in zip(missing, keys, strict=True):
+            attempts.setdefault(task.id, {})[attempt] = known[key]
+            if key not in fresh:
+                self.reused.append(f"{task.id}:{attempt}")
+        store.write_json(
+            self.attempt_file,
+            {"binding": self.binding(), "attempts": attempts, "reused": self.reused},
         )
-        for (task, attempt), [completion] in zip(missing, results, strict=True):
-            attempts.setdefault(task.id, {})[attempt] = completion.text
-        store.write_json(self.attempt_file, {"binding": self.binding(), "attempts": attempts})
 
     def _chunk(self, chunk: list[Task], attempts: dict[str, dict[str, str]]) -> list[dict]:
         cfg = self.r.config
@@ -335,6 +359,7 @@ class Collector:
         if attempts_saved["binding"] != self.binding():
             raise IntegrityError(f"{self.attempt_file}: saved answers are bound to other weights")
         attempts = attempts_saved["attempts"]
+        self.reused = attempts_saved.get("reused", [])
         size = self.r.config.engine.batch_size
         try:
             while len(saved["rows"]) < len(self.tasks):
@@ -349,6 +374,7 @@ class Collector:
         return {
             **summary(saved["rows"], saved["binding"]),
             "rows_sha256": store.sha256_file(self.rows_file),
+            "answers_reused": len(self.reused),
         }
 
     def _beat(self, rows: list[dict], **extra: Any) -> None:
