@@ -317,6 +317,13 @@ class TrainConfig(Section):
     batch_size: int = Field(1, gt=0, description="Rows per device step.")
     gradient_accumulation: int = Field(8, gt=0, description="Device steps per optimizer step.")
     save_steps: int = Field(5, gt=0, description="Checkpoint every N optimizer steps.")
+    report_to: list[Literal["tensorboard", "wandb", "mlflow"]] = Field(
+        default_factory=lambda: ["tensorboard"],
+        description="Where training loss and learning rate go, step by step: tensorboard "
+        "(event files in the adapter's tensorboard/ folder), wandb and mlflow (each set up "
+        "by its own environment variables, e.g. WANDB_PROJECT, MLFLOW_TRACKING_URI); [] for "
+        "none.",
+    )
 
 
 class GateConfig(Section):

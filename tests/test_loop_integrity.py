@@ -178,6 +178,14 @@ def test_gate_statistics() -> None:
     after = [{"id": str(i), "language": "go", "passed": i in (1, 2, 3)} for i in range(6)]
     comparison = compare(before, after)
     assert (comparison["gained"], comparison["lost"]) == (2, 1)
+    assert (comparison["gained_ids"], comparison["lost_ids"]) == (["2", "3"], ["0"])
+    go = comparison["languages"]["go"]
+    assert (go["before"], go["after"], go["gained_ids"], go["lost_ids"]) == (
+        2,
+        3,
+        ["2", "3"],
+        ["0"],
+    )
     from codeloop.config import GateConfig
 
     assert promising(comparison, GateConfig())[0] is True

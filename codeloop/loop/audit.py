@@ -12,14 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop import recipe, store
-from codeloop.config import HumanEvalSource, HumanEvalXSource
+from codeloop.evaluate.task_suites import suite_tasks
 from codeloop.loop.collect import Collector
 from codeloop.loop.common import Round
 from codeloop.sandbox.languages import toolchain_version
-from codeloop.tasks import curriculum
 from codeloop.tasks.schema import Task
-from codeloop.tasks.sources import open_source
-from codeloop.tasks.splits import assign_split
 
 
 def due(r: Round) -> bool:
@@ -30,32 +27,8 @@ def due(r: Round) -> bool:
 
 
 def suite(r: Round, name: str) -> list[Task]:
-    """Every task of the suite `name`, as its definition fixes them (before audit.limit).
-
-    curriculum-test is variant 0 of every curriculum family in the session's test
-    split, in every configured language: fixed by the seed, the split salt and
-    fractions and the languages, never by how much of the pool has been built.
-    """
-    languages = r.config.tasks.languages
-    if name == "curriculum-test":
-        salt, fractions = r.config.tasks.salt, r.config.tasks.splits
-        tasks = [
-            task.with_split("test")
-            for family in curriculum.families()
-            if assign_split(f"curriculum/{family.name}", salt, fractions) == "test"
-            for task in curriculum.render_problem(family, 0, r.config.seed, languages).tasks
-        ]
-    else:
-        source = (
-            HumanEvalSource(kind="humaneval")
-            if name == "humaneval"
-            else HumanEvalXSource(kind="humaneval-x", path=r.config.audit.humaneval_x_path)
-        )
-        opened = open_source(
-            source, seed=r.config.seed, languages=languages, where=f"audit.suites ({name})"
-        )
-        tasks = [task.with_split("test") for p in opened.problems() for task in p.tasks]
-    return tasks
+    """Every task of the suite `name`, as its definition fixes them (before audit.limit)."""
+    return suite_tasks(r.config, name)
 
 
 def audit_tasks(r: Round) -> list[Task]:

@@ -20,7 +20,6 @@ the sandbox can check a chunk in parallel.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,121 +27,33 @@ from typing import Any
 from codeloop import recipe, store
 from codeloop.engines import Engine, create
 from codeloop.engines.base import adapter_sha256
-from codeloop.errors import IntegrityError, SandboxEnvironmentError
+from codeloop.errors import IntegrityError
+from codeloop.evaluate import tasks as scoring
+from codeloop.evaluate.tasks import program_of, sample_seed, summary
 from codeloop.loop.answer_cache import AnswerCache, answer_key, engine_key
 from codeloop.loop.common import Paused, Round
-from codeloop.sandbox import Check, CheckRequest, Interrupted, check_many
+from codeloop.sandbox import Check, CheckRequest, Interrupted
 from codeloop.tasks.schema import Task
-
-
-def sample_seed(root_seed: int, task_id: str, index: int) -> int:
-    """Seed of sample `index` of a task: stable across restarts and batches."""
-    digest = hashlib.sha256(f"{root_seed}:{task_id}:sample-{index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-def program_of(task: Task, answer: str) -> str | None:
-    """The program in an answer, or None when the answer has no usable code block."""
-    try:
-        return recipe.source(answer, task.language)
-    except ValueError:
-        return None
 
 
 def request(task: Task, program: str, r: Round, public: bool = False) -> CheckRequest:
     """The sandbox check of `program` against the task's hidden (or public) tests."""
-    limits = r.config.sandbox.limits
-    if task.kind == "function":
-        assert task.function is not None
-        test = task.function.public_tests if public else task.function.tests
-        return CheckRequest(
-            language=task.language,
-            program=program,
-            test=test,
-            prompt=task.statement,
-            entry_point=task.function.entry_point,
-            limits=limits,
-        )
-    cases = task.public_cases if public else task.cases
-    return CheckRequest(
-        language=task.language,
-        program=program,
-        checker=task.checker,
-        cases=[c.model_dump() for c in cases],
-        limits=limits,
-    )
+    return scoring.request(task, program, r.config.sandbox, public)
 
 
 def check_answers(r: Round, items: list[tuple[Task, str]], public: bool = False) -> list[Check]:
-    """Check (task, answer) pairs in parallel; an answer without code fails without a run."""
-    results: list[Check | None] = [None] * len(items)
-    requests, where = [], []
-    for index, (task, answer) in enumerate(items):
-        program = program_of(task, answer)
-        if program is None:
-            results[index] = Check(status="wrong_answer", feedback="The answer has no code block.")
-        else:
-            requests.append(request(task, program, r, public))
-            where.append(index)
+    """Check (task, answer) pairs through the evaluator; a stop request pauses the round."""
     try:
-        checked = check_many(
-            requests,
-            workers=r.config.sandbox.workers,
-            backend=r.config.sandbox.backend,
-            stop=r.stop_requested,
-        )
+        return scoring.check_answers(items, r.config.sandbox, public=public, stop=r.stop_requested)
     except Interrupted:
         raise Paused(
             f"round {r.number}: paused during a sandbox batch; run again to continue"
         ) from None
-    suspects = {items[i][0].language for i, c in zip(where, checked, strict=True) if _env(c)}
-    broken = {lang: c for lang, c in probe_languages(r, sorted(suspects)).items() if not c.passed}
-    for index, check in zip(where, checked, strict=True):
-        task = items[index][0]
-        if _env(check) and task.language in broken:
-            raise SandboxEnvironmentError(
-                f"task {task.id} ({task.language}): the sandbox could not check the program, "
-                f"and a known-good {task.language} program fails too, so no verdict was "
-                f"recorded: {broken[task.language].feedback.strip()[:400]}"
-            )
-        if _env(check):
-            # The sandbox runs a known-good program of this language, so the "environment
-            # error" came from the checked program itself (say, printing "bwrap: ..." and
-            # exiting 1): a failed answer, not a reason to stop the round.
-            check = Check(
-                status="runtime_error",
-                feedback="The program failed in a way that imitates a sandbox error "
-                "(the sandbox itself works).",
-            )
-        results[index] = check
-    return [result for result in results if result is not None]
-
-
-def _env(check: Check) -> bool:
-    return check.status == "environment_error"
 
 
 def probe_languages(r: Round, languages: list[str]) -> dict[str, Check]:
-    """Run the recipe's worked example (a known-good program) in each language.
-
-    Tells a broken toolchain or sandbox (the probe fails) from a program that only
-    looks like one; prepare runs it before the model is asked.
-    """
-    if not languages:
-        return {}
-    requests = [
-        CheckRequest(
-            language=language,
-            program=recipe.WORKED_ANSWERS[language],
-            cases=[recipe.WORKED_CASE],
-            limits=r.config.sandbox.limits,
-        )
-        for language in languages
-    ]
-    checks = check_many(
-        requests, workers=r.config.sandbox.workers, backend=r.config.sandbox.backend
-    )
-    return dict(zip(languages, checks, strict=True))
+    """The known-good probe of each language (see `evaluate.tasks.probe_languages`)."""
+    return scoring.probe_languages(r.config.sandbox, languages)
 
 
 def normalised(program: str) -> str:
@@ -385,21 +296,3 @@ class Collector:
             seen[row["language"]] = seen.get(row["language"], 0) + 1
             passed[row["language"]] = passed.get(row["language"], 0) + int(row["passed"])
         self.r.progress(self.phase, len(rows), len(self.tasks), seen=seen, passed=passed, **extra)
-
-
-def summary(rows: list[dict], binding: dict[str, Any]) -> dict[str, Any]:
-    """Counts per language and macro pass@1 (the mean of the languages' pass rates)."""
-    languages: dict[str, dict[str, int]] = {}
-    for row in rows:
-        entry = languages.setdefault(row["language"], {"total": 0, "passed": 0})
-        entry["total"] += 1
-        entry["passed"] += int(row["passed"])
-    rates = [v["passed"] / v["total"] for v in languages.values() if v["total"]]
-    return {
-        "completed": True,
-        "total": len(rows),
-        "passed": sum(r["passed"] for r in rows),
-        "languages": dict(sorted(languages.items())),
-        "macro_pass_at_1": sum(rates) / len(rates) if rates else 0.0,
-        "binding": binding,
-    }

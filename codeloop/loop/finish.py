@@ -13,10 +13,10 @@ from typing import Any
 
 from codeloop import store
 from codeloop.errors import IntegrityError
+from codeloop.evaluate.compare import compare
 from codeloop.loop.audit import due
 from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, failpoint, status
-from codeloop.loop.gate import compare
 
 LIMITATIONS = [
     "Validation and benchmark tests are reused development checks, not proof of general "
@@ -91,7 +91,17 @@ def decide(r: Round) -> dict[str, Any]:
     if not gate.get("skipped"):
         comparisons["validation"] = {
             k: gate[k]
-            for k in ("gained", "lost", "mcnemar_p", "macro_before", "macro_after", "languages")
+            for k in (
+                "gained",
+                "lost",
+                "gained_ids",
+                "lost_ids",
+                "mcnemar_p",
+                "macro_before",
+                "macro_after",
+                "languages",
+            )
+            if k in gate
         }
         if due(r):
             (parent, parent_rows), (candidate, candidate_rows) = (

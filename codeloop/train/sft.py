@@ -129,7 +129,9 @@ def build_trainer(
         activation_checkpointing=request.gradient_checkpointing,
         use_cpu=not torch.cuda.is_available(),
         dataloader_num_workers=0,
-        report_to="none",
+        # TensorBoard gets a fixed folder (the callback's default holds a timestamp and
+        # the host name); W&B and MLflow come through the trainer's own hooks.
+        report_to=[name for name in train.report_to if name != "tensorboard"] or "none",
         disable_tqdm=True,
         log_level="warning",
     )
@@ -141,4 +143,10 @@ def build_trainer(
         callbacks=[control],
     )
     trainer.remove_callback(PrinterCallback)
+    if "tensorboard" in train.report_to:
+        from torch.utils.tensorboard import SummaryWriter
+        from transformers.integrations import TensorBoardCallback
+
+        writer = SummaryWriter(log_dir=str(request.output / "tensorboard"))
+        trainer.add_callback(TensorBoardCallback(tb_writer=writer))
     return trainer

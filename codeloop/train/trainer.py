@@ -96,7 +96,8 @@ def _binding(
         "base_model": source.identity(),
         "initial_adapter_sha256": parent_sha256,
         "seed": request.seed,
-        "train": request.train.model_dump(mode="json"),
+        # where metrics are reported does not change the weights
+        "train": request.train.model_dump(mode="json", exclude={"report_to"}),
         "max_length": request.export.max_length,
         "rows_used": len(encoded.examples),
         "steps": plan.steps,

@@ -1,0 +1,169 @@
+"""Scoring answers to codeloop tasks: the one evaluator of the loop and of `codeloop eval`.
+
+A round's collect, baseline, candidate and audits, and `codeloop eval` on a task
+suite (validation, curriculum-test, jsonl:PATH, or HumanEval through the
+recipe), all turn an answer into a verdict here: the program is the answer's code
+block, checked in the sandbox against the task's hidden tests (or its public
+ones, for the correction turn). So the audit of a round and `codeloop eval` on the
+same answers cannot disagree.
+
+An `environment_error` is never a failed answer. When a check reports one, the
+language's known-good probe (the recipe's worked example) runs too: if the probe
+fails, the machine is at fault and `SandboxEnvironmentError` stops the caller; if
+the probe passes, the program itself imitated a sandbox failure (say, printing
+"bwrap: ..." and exiting 1) and the answer fails as a runtime error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from math import comb
+from typing import Any
+
+from codeloop import recipe
+from codeloop.config import SandboxConfig
+from codeloop.errors import SandboxEnvironmentError
+from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.tasks.schema import Task
+
+
+def sample_seed(root_seed: int, task_id: str, index: int) -> int:
+    """Seed of sample `index` of a task: stable across restarts and batches."""
+    digest = hashlib.sha256(f"{root_seed}:{task_id}:sample-{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def program_of(task: Task, answer: str) -> str | None:
+    """The program in an answer, or None when the answer has no usable code block."""
+    try:
+        return recipe.source(answer, task.language)
+    except ValueError:
+        return None
+
+
+def request(task: Task, program: str, sandbox: SandboxConfig, public: bool = False) -> CheckRequest:
+    """The sandbox check of `program` against the task's hidden (or public) tests."""
+    limits = sandbox.limits
+    if task.kind == "function":
+        assert task.function is not None
+        test = task.function.public_tests if public else task.function.tests
+        return CheckRequest(
+            language=task.language,
+            program=program,
+            test=test,
+            prompt=task.statement,
+            entry_point=task.function.entry_point,
+            limits=limits,
+        )
+    cases = task.public_cases if public else task.cases
+    return CheckRequest(
+        language=task.language,
+        program=program,
+        checker=task.checker,
+        cases=[c.model_dump() for c in cases],
+        limits=limits,
+    )
+
+
+def probe_languages(sandbox: SandboxConfig, languages: list[str]) -> dict[str, Check]:
+    """Run the recipe's worked example (a known-good program) in each language.
+
+    Tells a broken toolchain or sandbox (the probe fails) from a program that only
+    looks like one; a round's prepare runs it before the model is asked.
+    """
+    if not languages:
+        return {}
+    requests = [
+        CheckRequest(
+            language=language,
+            program=recipe.WORKED_ANSWERS[language],
+            cases=[recipe.WORKED_CASE],
+            limits=sandbox.limits,
+        )
+        for language in languages
+    ]
+    checks = check_many(requests, workers=sandbox.workers, backend=sandbox.backend)
+    return dict(zip(languages, checks, strict=True))
+
+
+def _env(check: Check) -> bool:
+    return check.status == "environment_error"
+
+
+def check_answers(
+    items: list[tuple[Task, str]],
+    sandbox: SandboxConfig,
+    *,
+    public: bool = False,
+    stop: Callable[[], bool] | None = None,
+    on_done: Callable[[int, Check], None] | None = None,
+) -> list[Check]:
+    """Check (task, answer) pairs in parallel; an answer without code fails without a run.
+
+    Raises `sandbox.Interrupted` when `stop` asks for it before a check starts, and
+    `SandboxEnvironmentError` when the machine (not the answer) failed a check.
+    """
+    results: list[Check | None] = [None] * len(items)
+    requests, where = [], []
+    for index, (task, answer) in enumerate(items):
+        program = program_of(task, answer)
+        if program is None:
+            results[index] = Check(status="wrong_answer", feedback="The answer has no code block.")
+        else:
+            requests.append(request(task, program, sandbox, public))
+            where.append(index)
+    checked = check_many(
+        requests,
+        workers=sandbox.workers,
+        backend=sandbox.backend,
+        stop=stop,
+        on_done=None if on_done is None else lambda i, check: on_done(where[i], check),
+    )
+    suspects = {items[i][0].language for i, c in zip(where, checked, strict=True) if _env(c)}
+    broken = {
+        lang: c for lang, c in probe_languages(sandbox, sorted(suspects)).items() if not c.passed
+    }
+    for index, check in zip(where, checked, strict=True):
+        task = items[index][0]
+        if _env(check) and task.language in broken:
+            raise SandboxEnvironmentError(
+                f"task {task.id} ({task.language}): the sandbox could not check the program, "
+                f"and a known-good {task.language} program fails too, so no verdict was "
+                f"recorded: {broken[task.language].feedback.strip()[:400]}"
+            )
+        if _env(check):
+            check = Check(
+                status="runtime_error",
+                feedback="The program failed in a way that imitates a sandbox error "
+                "(the sandbox itself works).",
+            )
+        results[index] = check
+    return [result for result in results if result is not None]
+
+
+def summary(rows: list[dict], binding: dict[str, Any]) -> dict[str, Any]:
+    """Counts per language and macro pass@1 (the mean of the languages' pass rates)."""
+    languages: dict[str, dict[str, int]] = {}
+    for row in rows:
+        entry = languages.setdefault(row["language"], {"total": 0, "passed": 0})
+        entry["total"] += 1
+        entry["passed"] += int(row["passed"])
+    rates = [v["passed"] / v["total"] for v in languages.values() if v["total"]]
+    return {
+        "completed": True,
+        "total": len(rows),
+        "passed": sum(r["passed"] for r in rows),
+        "languages": dict(sorted(languages.items())),
+        "macro_pass_at_1": sum(rates) / len(rates) if rates else 0.0,
+        "binding": binding,
+    }
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased pass@k of one task with `c` of `n` samples correct (Chen et al., 2021)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
