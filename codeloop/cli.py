@@ -20,6 +20,7 @@ from codeloop import __version__
 from codeloop import config as session_config
 from codeloop.errors import CodeloopError
 from codeloop.evaluate.cli import eval_command
+from codeloop.grpo import grpo_command
 from codeloop.loop import cli as loop_cli
 from codeloop.sandbox import cli as sandbox_cli
 from codeloop.tasks.cli import app as data_app
@@ -44,6 +45,7 @@ app.command("report")(loop_cli.report)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)
 app.command("train")(train_command)
+app.command("grpo")(grpo_command)
 
 out = Console()
 err = Console(stderr=True)

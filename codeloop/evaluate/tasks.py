@@ -72,8 +72,17 @@ def probe_languages(sandbox: SandboxConfig, languages: list[str]) -> dict[str, C
     Tells a broken toolchain or sandbox (the probe fails) from a program that only
     looks like one; a round's prepare runs it before the model is asked.
     """
-    if not languages:
-        return {}
+    known = [language for language in languages if language in recipe.WORKED_ANSWERS]
+    found = {
+        language: Check(
+            status="environment_error",
+            feedback=f"{language}: no known-good program (not one of codeloop's languages)",
+        )
+        for language in languages
+        if language not in recipe.WORKED_ANSWERS
+    }
+    if not known:
+        return found
     requests = [
         CheckRequest(
             language=language,
@@ -81,14 +90,55 @@ def probe_languages(sandbox: SandboxConfig, languages: list[str]) -> dict[str, C
             cases=[recipe.WORKED_CASE],
             limits=sandbox.limits,
         )
-        for language in languages
+        for language in known
     ]
     checks = check_many(requests, workers=sandbox.workers, backend=sandbox.backend)
-    return dict(zip(languages, checks, strict=True))
+    return {**found, **dict(zip(known, checks, strict=True))}
 
 
 def _env(check: Check) -> bool:
     return check.status == "environment_error"
+
+
+def check_requests(
+    requests: list[CheckRequest | None],
+    sandbox: SandboxConfig,
+    *,
+    stop: Callable[[], bool] | None = None,
+    on_done: Callable[[int, Check], None] | None = None,
+) -> list[Check]:
+    """Check requests in parallel; None (an answer without code) fails without a run.
+
+    A check that reports `environment_error` while its language's known-good probe
+    passes is the program's own doing and fails as a runtime error; one whose probe
+    fails too stays an `environment_error`, for the caller to stop on (never a
+    wrong answer). Raises `sandbox.Interrupted` when `stop` asks for it.
+    """
+    results: list[Check | None] = [None] * len(requests)
+    where = [index for index, item in enumerate(requests) if item is not None]
+    for index, item in enumerate(requests):
+        if item is None:
+            results[index] = Check(status="wrong_answer", feedback="The answer has no code block.")
+    checked = check_many(
+        [requests[index] for index in where],  # type: ignore[misc]
+        workers=sandbox.workers,
+        backend=sandbox.backend,
+        stop=stop,
+        on_done=None if on_done is None else lambda i, check: on_done(where[i], check),
+    )
+    suspects = {requests[i].language for i, c in zip(where, checked, strict=True) if _env(c)}  # type: ignore[union-attr]
+    broken = {
+        lang for lang, c in probe_languages(sandbox, sorted(suspects)).items() if not c.passed
+    }
+    for index, check in zip(where, checked, strict=True):
+        if _env(check) and requests[index].language not in broken:  # type: ignore[union-attr]
+            check = Check(
+                status="runtime_error",
+                feedback="The program failed in a way that imitates a sandbox error "
+                "(the sandbox itself works).",
+            )
+        results[index] = check
+    return [result for result in results if result is not None]
 
 
 def check_answers(
@@ -104,42 +154,19 @@ def check_answers(
     Raises `sandbox.Interrupted` when `stop` asks for it before a check starts, and
     `SandboxEnvironmentError` when the machine (not the answer) failed a check.
     """
-    results: list[Check | None] = [None] * len(items)
-    requests, where = [], []
-    for index, (task, answer) in enumerate(items):
+    requests: list[CheckRequest | None] = []
+    for task, answer in items:
         program = program_of(task, answer)
-        if program is None:
-            results[index] = Check(status="wrong_answer", feedback="The answer has no code block.")
-        else:
-            requests.append(request(task, program, sandbox, public))
-            where.append(index)
-    checked = check_many(
-        requests,
-        workers=sandbox.workers,
-        backend=sandbox.backend,
-        stop=stop,
-        on_done=None if on_done is None else lambda i, check: on_done(where[i], check),
-    )
-    suspects = {items[i][0].language for i, c in zip(where, checked, strict=True) if _env(c)}
-    broken = {
-        lang: c for lang, c in probe_languages(sandbox, sorted(suspects)).items() if not c.passed
-    }
-    for index, check in zip(where, checked, strict=True):
-        task = items[index][0]
-        if _env(check) and task.language in broken:
+        requests.append(None if program is None else request(task, program, sandbox, public))
+    checks = check_requests(requests, sandbox, stop=stop, on_done=on_done)
+    for (task, _answer), check in zip(items, checks, strict=True):
+        if _env(check):
             raise SandboxEnvironmentError(
                 f"task {task.id} ({task.language}): the sandbox could not check the program, "
                 f"and a known-good {task.language} program fails too, so no verdict was "
-                f"recorded: {broken[task.language].feedback.strip()[:400]}"
+                f"recorded: {check.feedback.strip()[:400]}"
             )
-        if _env(check):
-            check = Check(
-                status="runtime_error",
-                feedback="The program failed in a way that imitates a sandbox error "
-                "(the sandbox itself works).",
-            )
-        results[index] = check
-    return [result for result in results if result is not None]
+    return checks
 
 
 def summary(rows: list[dict], binding: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,176 @@
+"""The sandbox as a reward for RL trainers: TRL's `reward_funcs` and verl's `compute_score`.
+
+A reward is what the policy optimises, so it gets the loop's verdicts unchanged:
+every completion's program runs contained in the sandbox against hidden tests
+compared outside it (stdio) or judged by a test process the program cannot reach
+(function tests), so printing a success marker, exiting early or shadowing the
+test's names earns nothing. Completions are checked in one parallel batch.
+
+Each dataset row says what to check, in one of three shapes (TRL hands dataset
+columns to the reward as keyword lists; verl passes `ground_truth`):
+  - `task`: a codeloop task (its JSON object or string), as `codeloop data` writes;
+  - stdio: `language`, `cases` (a list of `{"input", "output"}`, or its JSON) and
+    optionally `checker` ("lines" by default);
+  - function: `language`, `test`, `prompt` (the trusted declaration) and, where the
+    language needs it, `entry_point`.
+
+Scoring (`scoring`): "pass" gives 1.0 for a program that passes every hidden test,
+else 0.0; "fraction" gives the share of stdio cases passed (function tests are
+all or nothing). A completion without a usable code block gets `format_score`
+(0.0 by default; a negative value teaches the format). An `environment_error`
+(the machine could not check a program, confirmed by the language's known-good
+probe) is never scored as wrong: by default it raises `SandboxEnvironmentError`;
+with `on_environment_error="none"` the completion's reward is None, which TRL's
+GRPOTrainer treats as "not applicable" (NaN, left out of the mean).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from codeloop import recipe
+from codeloop.config import SandboxConfig
+from codeloop.errors import ConfigError, SandboxEnvironmentError
+from codeloop.evaluate import tasks as scoring
+from codeloop.sandbox import Check, CheckRequest
+from codeloop.tasks.schema import Case, Task
+
+
+def _text(completion: Any) -> str:
+    """A completion as text: TRL gives a string, or (conversational) a list of messages."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
+    if isinstance(completion, dict):
+        return str(completion.get("content", ""))
+    raise ConfigError(f"reward: a completion is text or a list of messages, not {completion!r}")
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def spec_request(spec: dict[str, Any], text: str, sandbox: SandboxConfig) -> CheckRequest | None:
+    """The sandbox check of one completion against one row's spec (None: no code block)."""
+    if "task" in spec and spec["task"] is not None:
+        task = Task.model_validate(_json(spec["task"]))
+        program = scoring.program_of(task, text)
+        return None if program is None else scoring.request(task, program, sandbox)
+    language = spec.get("language")
+    if not isinstance(language, str):
+        raise ConfigError(
+            "reward: each row needs `task`, or `language` with `cases` (stdio) or `test` "
+            f"(function); got columns {sorted(spec)}"
+        )
+    try:
+        program = recipe.source(text, language)
+    except ValueError:
+        return None
+    if spec.get("test"):
+        return CheckRequest(
+            language=language,
+            program=program,
+            test=spec["test"],
+            prompt=spec.get("prompt") or "",
+            entry_point=spec.get("entry_point"),
+            limits=sandbox.limits,
+        )
+    cases = _json(spec.get("cases"))
+    if not cases:
+        raise ConfigError(f"reward: a {language} row has neither `cases` nor `test`")
+    return CheckRequest(
+        language=language,
+        program=program,
+        cases=[Case.model_validate(case).model_dump() for case in cases],
+        checker=spec.get("checker") or "lines",
+        limits=sandbox.limits,
+    )
+
+
+class CodeReward:
+    """A reward function with TRL's `reward_funcs` calling convention.
+
+    reward = CodeReward()
+    trainer = GRPOTrainer(model=..., reward_funcs=reward, train_dataset=rows, ...)
+    """
+
+    SPEC_COLUMNS = ("task", "language", "cases", "checker", "test", "prompt", "entry_point")
+
+    def __init__(
+        self,
+        *,
+        scoring: Literal["pass", "fraction"] = "pass",
+        format_score: float = 0.0,
+        on_environment_error: Literal["raise", "none"] = "raise",
+        sandbox: SandboxConfig | None = None,
+    ) -> None:
+        if scoring not in ("pass", "fraction"):
+            raise ConfigError(f"reward: scoring {scoring!r}: choose 'pass' or 'fraction'")
+        if on_environment_error not in ("raise", "none"):
+            raise ConfigError("reward: on_environment_error is 'raise' or 'none'")
+        self.scoring = scoring
+        self.format_score = format_score
+        self.on_environment_error = on_environment_error
+        self.sandbox = sandbox or SandboxConfig()
+        self.__name__ = f"codeloop_{scoring}"  # TRL names reward columns after it
+
+    def __call__(
+        self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any
+    ) -> list[float | None]:
+        specs = [
+            {key: columns[key][index] for key in self.SPEC_COLUMNS if key in columns}
+            for index in range(len(completions))
+        ]
+        return self.score([_text(c) for c in completions], specs)
+
+    def score(self, texts: Sequence[str], specs: Sequence[dict[str, Any]]) -> list[float | None]:
+        """One reward per (completion text, row spec), checked in one sandbox batch."""
+        requests = [
+            spec_request(spec, text, self.sandbox) for text, spec in zip(texts, specs, strict=True)
+        ]
+        checks = scoring.check_requests(requests, self.sandbox)
+        return [
+            self._value(request, check) for request, check in zip(requests, checks, strict=True)
+        ]
+
+    def _value(self, request: CheckRequest | None, check: Check) -> float | None:
+        if request is None:
+            return self.format_score
+        if check.status == "environment_error":
+            if self.on_environment_error == "none":
+                return None
+            raise SandboxEnvironmentError(
+                f"reward: the sandbox could not check a {request.language} program, and a "
+                f"known-good {request.language} program fails too: {check.feedback.strip()[:400]}"
+            )
+        if check.passed:
+            return 1.0
+        if self.scoring == "fraction" and request.test is None and check.cases_total:
+            return check.cases_passed / check.cases_total
+        return 0.0
+
+
+_DEFAULT = CodeReward()
+
+
+def compute_score(
+    data_source: Any,
+    solution_str: str | list[str],
+    ground_truth: Any,
+    extra_info: Any = None,
+    **_: Any,
+) -> float | list[float | None] | None:
+    """verl's custom reward entry point (`custom_reward_function.name: compute_score`).
+
+    `ground_truth` is the row's spec (a dict or its JSON: `task`, or `language` with
+    `cases` or `test`). Given lists (verl's batch reward manager), scores them in
+    one sandbox batch and returns a list.
+    """
+    if isinstance(solution_str, list):
+        truths = ground_truth if isinstance(ground_truth, list) else [ground_truth]
+        return _DEFAULT.score(solution_str, [_json(t) for t in truths])
+    [value] = _DEFAULT.score([solution_str], [_json(ground_truth)])
+    return value
