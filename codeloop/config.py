@@ -357,6 +357,25 @@ class AuditConfig(Section):
     )
 
 
+class ClusterConfig(Section):
+    address: str | None = Field(
+        None,
+        description="Ray cluster for sandbox checks: 'auto' (the cluster this machine joined), "
+        "'HOST:PORT' or 'ray://HOST:PORT'; unset: everything runs on this machine.",
+    )
+    chunk: int = Field(8, gt=0, description="Checks per Ray task (one CPU each).")
+    engine_replicas: int = Field(
+        0,
+        ge=0,
+        description="Copies of the engine as Ray actors, each answering a share of every "
+        "batch (0: one engine in the phase process).",
+    )
+    engine_cpus: float = Field(1.0, gt=0, description="CPUs each engine actor reserves.")
+    engine_gpus: float = Field(
+        0.0, ge=0, description="GPUs each engine actor reserves (1 for vllm data parallelism)."
+    )
+
+
 class SessionConfig(Section):
     """Everything that shapes a session; saved as SESSION/config.toml."""
 
@@ -369,6 +388,9 @@ class SessionConfig(Section):
     train: TrainConfig = Field(default_factory=TrainConfig, description="LoRA fine-tuning.")
     gate: GateConfig = Field(default_factory=GateConfig, description="Validation gate rule.")
     audit: AuditConfig = Field(default_factory=AuditConfig, description="Full benchmark audit.")
+    cluster: ClusterConfig = Field(
+        default_factory=ClusterConfig, description="Scale-out on Ray (absent: all local)."
+    )
 
 
 # --- loading ---------------------------------------------------------------------------------

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from codeloop.engines.base import Completion, Engine, create, request_seed
+from codeloop.engines.base import Completion, Engine, create, create_for, request_seed
 
-__all__ = ["Completion", "Engine", "create", "request_seed"]
+__all__ = ["Completion", "Engine", "create", "create_for", "request_seed"]

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from codeloop.config import EngineConfig
+from codeloop.config import EngineConfig, SessionConfig
 from codeloop.errors import ConfigError, IntegrityError
 from codeloop.store import sha256_file, sha256_json
 
@@ -137,3 +137,19 @@ def create(config: EngineConfig) -> Engine:
 
         return ReplayEngine(config)
     raise ConfigError(f"engine.kind: unknown engine {config.kind!r}")
+
+
+def create_for(config: SessionConfig) -> Engine:
+    """The engine a session's phases use: one local engine, or Ray actors (`[cluster]`)."""
+    cluster = config.cluster
+    if cluster.address and cluster.engine_replicas:
+        from codeloop.engines.ray_pool import RayEngine
+
+        return RayEngine(
+            config.engine,
+            address=cluster.address,
+            replicas=cluster.engine_replicas,
+            num_cpus=cluster.engine_cpus,
+            num_gpus=cluster.engine_gpus,
+        )
+    return create(config.engine)

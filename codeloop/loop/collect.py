@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop import recipe, store
-from codeloop.engines import Engine, create
+from codeloop.engines import Engine, create_for
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import IntegrityError
 from codeloop.evaluate import tasks as scoring
@@ -112,7 +112,7 @@ class Collector:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = create(self.r.config.engine)
+            self._engine = create_for(self.r.config)
             self._engine.load_adapter(self.adapter)
         return self._engine
 

@@ -18,6 +18,7 @@ from codeloop.errors import ConfigError, IntegrityError
 from codeloop.loop import audit, export, finish, gate, prepare
 from codeloop.loop.collect import Collector
 from codeloop.loop.common import PHASES, Paused, Round
+from codeloop.sandbox.pool import use_cluster
 
 
 def _collect(r: Round, resume: bool) -> dict[str, Any]:
@@ -122,6 +123,7 @@ def run_phase(session: str | Path, number: int, phase: str, resume: bool = False
     r.folder.mkdir(parents=True, exist_ok=True)
     if r.phase_done(phase):
         return False
+    use_cluster(r.config.cluster.address, r.config.cluster.chunk)
     earlier = PHASES[: PHASES.index(phase)]
     missing = [p for p in earlier if not r.phase_done(p)]
     if missing:

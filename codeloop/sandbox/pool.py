@@ -171,6 +171,20 @@ def describe(backend: str = "bwrap") -> str:
     return get_pool(backend, 1).describe()
 
 
+_cluster: dict[str, object] = {}
+
+
+def use_cluster(address: str | None, chunk: int = 8) -> None:
+    """Send this process's later `check_many` batches to the Ray cluster at `address`.
+
+    None goes back to the local pool. A phase process calls it with the session's
+    `[cluster]` config, so every check of the round (collect, export, audits) fans out.
+    """
+    _cluster.clear()
+    if address:
+        _cluster.update(address=address, chunk=chunk)
+
+
 def check_many(
     requests: Iterable[CheckRequest],
     *,
@@ -182,8 +196,20 @@ def check_many(
     """Check every request in parallel; results in the order of `requests`.
 
     `stop` is asked before each check starts; once it answers True no further check
-    starts and `Interrupted` is raised with the checks that finished.
+    starts and `Interrupted` is raised with the checks that finished. With a cluster
+    (`use_cluster`), the batch fans out over Ray (`sandbox/cluster.py`).
     """
+    if _cluster:
+        from codeloop.sandbox import cluster
+
+        return cluster.check_many(
+            list(requests),
+            address=str(_cluster["address"]),
+            backend=backend,
+            chunk=int(_cluster["chunk"]),  # type: ignore[call-overload]
+            on_done=on_done,
+            stop=stop,
+        )
     return get_pool(backend, workers).run(list(requests), on_done, stop)
 
 
