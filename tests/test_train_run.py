@@ -269,3 +269,37 @@ def test_the_cli_trains_with_config_and_flags(world: dict[str, Path], tmp_path: 
         timeout=120,
     )
     assert bad.returncode == 1 and "train.rank" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_torchrun_with_two_processes_gives_the_one_process_adapter(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two CPU processes (gloo) with half the accumulation each train the same adapter."""
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    common = [
+        "-m", "codeloop", "train", "--dataset", str(world["data"]), "--base", str(world["model"]),
+        "--seed", str(SEED), "--threads", "1", "--precision", "float32",
+        "--languages", "python,c", "--rank", "4", "--alpha", "8", "--dropout", "0",
+        "--learning-rate", "0.01", "--max-steps", "4", "--max-epochs", "100",
+        "--batch-size", "1", "--save-steps", "2", "--max-length", "256",
+        "--min-examples", "4", "--min-per-language", "1",
+    ]  # fmt: skip
+    one = subprocess.run(
+        [sys.executable, *common, "--gradient-accumulation", "4", "--output", str(tmp_path / "one")],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run(
+        [
+            torchrun, "--standalone", "--nproc_per_node", "2", *common,
+            "--gradient-accumulation", "2", "--output", str(tmp_path / "two"),
+        ],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert two.returncode == 0, two.stdout + two.stderr
+    left, right = weights(tmp_path / "one"), weights(tmp_path / "two")
+    assert left.keys() == right.keys() and left
+    for name in left:
+        assert torch.allclose(left[name], right[name], rtol=1e-4, atol=1e-6), name
+    report = store.read(tmp_path / "two" / "training.json")
+    assert report["steps"] == 4 and report["examples"] == 16

@@ -82,7 +82,8 @@ class RunControl(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any
     ) -> None:
         folder = self.output / f"checkpoint-{state.global_step}"
-        if folder.is_dir():
+        # under torchrun, the main process saves the checkpoint and marks it complete
+        if folder.is_dir() and state.is_world_process_zero:
             checkpoints.write_marker(folder, self.binding, state.global_step, self.train_seconds)
 
     def on_log(
@@ -94,7 +95,7 @@ class RunControl(TrainerCallback):
         **kw: Any,
     ) -> None:
         loss = (logs or {}).get("loss")
-        if loss is None:
+        if loss is None or not state.is_world_process_zero:
             return
         store.write_progress(
             self.output, "train", state.global_step, state.max_steps, loss=float(loss)

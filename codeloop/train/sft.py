@@ -143,7 +143,7 @@ def build_trainer(
         callbacks=[control],
     )
     trainer.remove_callback(PrinterCallback)
-    if "tensorboard" in train.report_to:
+    if "tensorboard" in train.report_to and trainer.is_world_process_zero():
         from torch.utils.tensorboard import SummaryWriter
         from transformers.integrations import TensorBoardCallback
 

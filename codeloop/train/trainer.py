@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import tempfile
 import threading
@@ -172,7 +173,8 @@ def run(request: TrainRequest) -> TrainOutcome:
     plan = schedule.plan(
         len(encoded.examples),
         seed=request.seed,
-        rows_per_step=train.batch_size * train.gradient_accumulation,
+        # under torchrun each of WORLD_SIZE processes takes its own share of a step
+        rows_per_step=train.batch_size * train.gradient_accumulation * _world_size(),
         max_steps=train.steps_per_round,
         max_epochs=train.max_epochs,
     )
@@ -208,6 +210,8 @@ def run(request: TrainRequest) -> TrainOutcome:
             f"paused at step {step}/{plan.steps} ({reason}); checkpoint saved in "
             f"{output / f'checkpoint-{step}'}; run again with --resume to continue",
         )
+    if not trainer.is_world_process_zero():  # the main process writes the adapter
+        return TrainOutcome("completed", output, step, plan.steps, f"rank done at step {step}")
     report = _report(
         request,
         dataset,
@@ -233,6 +237,11 @@ def run(request: TrainRequest) -> TrainOutcome:
         f"{report['last_loss']:.4f}, {report['tokens_per_s']:.1f} tokens/s",
         report,
     )
+
+
+def _world_size() -> int:
+    """Processes of a torchrun / accelerate launch (1 for a plain run)."""
+    return max(1, int(os.environ.get("WORLD_SIZE", "1")))
 
 
 def _resume_point(
