@@ -30,7 +30,11 @@ def commit() -> str:
         ).stdout.strip()
 
     head = git("rev-parse", "--short=10", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "codeloop", "bench")
+    # RESULTS.md itself is what benches append to: an entry written there is no change
+    dirty = git(
+        "status", "--porcelain", "--untracked-files=no", "--", "codeloop", "bench",
+        ":!bench/RESULTS.md",
+    )  # fmt: skip
     return head + ("+dirty" if dirty else "")
 
 

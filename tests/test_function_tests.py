@@ -212,6 +212,22 @@ def test_a_function_test_without_a_trusted_declaration_is_refused(language: str)
 
 
 def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:
+    from codeloop.evaluate.suites import CPP_HELPER
+
+    # The common-header PCH serves the one-process C++ composition, which only a
+    # declaration whose types cannot cross uses (here a pointer): check one such task.
+    prompt = "\n".join([*CPP_HELPER, "#include<assert.h>", "int first(int* xs){"]) + "\n"
+    [check] = check_many(
+        [
+            CheckRequest(
+                language="cpp",
+                program=prompt + "    return xs[0];\n}\n",
+                test="int main(){ int a[] = {3, 4}; assert(first(a) == 3); }\n",
+                prompt=prompt,
+            )
+        ]
+    )
+    assert check.passed, check.feedback
     root = cache_root()
     assert any(root.glob("rust-crates/*/librand-*.rlib"))
     assert any(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))

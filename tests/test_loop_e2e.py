@@ -317,6 +317,7 @@ def test_the_chaos_check_catches_a_resume_that_forgets_saved_answers(
         time.sleep(0.01)
     (chaos.folder / "collect-attempt.json").unlink()
     (chaos.folder / "collect-rows.json").unlink(missing_ok=True)
+    (chaos.session / "answers.jsonl").unlink()  # the session's answer cache forgets too
     assert run(chaos.session).wait(timeout=900) == 0
     assert asked_again(log.read_text().splitlines(), chaos.positions)
 
