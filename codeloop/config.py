@@ -317,6 +317,14 @@ class TrainConfig(Section):
     batch_size: int = Field(1, gt=0, description="Rows per device step.")
     gradient_accumulation: int = Field(8, gt=0, description="Device steps per optimizer step.")
     save_steps: int = Field(5, gt=0, description="Checkpoint every N optimizer steps.")
+    start: Literal["parent", "base"] = Field(
+        "parent",
+        description="What a round's adapter starts from: 'parent' continues the retained "
+        "adapter; 'base' trains a fresh adapter on the base model from the round's whole "
+        "export (this round's rows and the replayed ones), as ReST-EM and STaR do, so rows "
+        "of earlier rounds are not trained again on top of an adapter that already learned "
+        "them.",
+    )
     report_to: list[Literal["tensorboard", "wandb", "mlflow"]] = Field(
         default_factory=lambda: ["tensorboard"],
         description="Where training loss and learning rate go, step by step: tensorboard "

@@ -419,3 +419,28 @@ def test_an_adapter_that_learned_a_wrong_program_is_rejected_and_deleted(
     assert status["retained_adapter"] == "round-000001/adapter"
     assert [(e["round"], e["accepted"]) for e in status["history"]] == [(1, True), (2, False)]
     assert (session / "round-000001" / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_train_start_base_trains_a_fresh_adapter_on_the_base_model(
+    first_round: Path, tmp_path: Path
+) -> None:
+    # train.start = "base" (ReST-EM style): round 2's adapter starts from the base model,
+    # not from round 1's retained adapter, so the wrong rows alone decide what it writes.
+    session = tmp_path / "session"
+    shutil.copytree(first_round, session)
+    config = session_config.load(session / "config.toml")
+    config.train = config.train.model_copy(update={"start": "base"})
+    store.write_text(session / "config.toml", session_config.dumps(config))
+    for phase in ("prepare", "collect"):
+        assert run_phase(session, 2, phase)
+    write_export(session, 2, WRONG)
+    for phase in ("baseline", "train", "candidate"):
+        assert run_phase(session, 2, phase)
+    folder = session / "round-000002"
+    assert store.read(folder / "tasks.json")["parent"] == "round-000001/adapter"
+    # The parent still answers (collect and baseline use the retained adapter)...
+    assert all(row["passed"] for row in rows(folder, "baseline-rows.json"))
+    # ...but training did not start from it.
+    training = store.read(folder / "adapter" / "training.json")
+    assert training["initial_adapter"] is None, training["initial_adapter"]
+    assert programs(rows(folder, "candidate-rows.json")) == {WRONG}

@@ -61,7 +61,7 @@ def _train(r: Round, resume: bool) -> dict[str, Any]:
             export=cfg.export,
             languages=list(cfg.tasks.languages),
             seed=cfg.seed + r.number,
-            initial_adapter=Path(parent) if parent else None,
+            initial_adapter=Path(parent) if parent and cfg.train.start == "parent" else None,
             resume=resume,
             pause_file=r.session.pause_file,
             precision=cfg.engine.precision,
