@@ -11,8 +11,12 @@ development set and on the non-curriculum held-out problems (bench/learning.py's
 evaluation). Appends one entry to bench/RESULTS.md: both scores, the budget, each
 method's wall time and GRPO's mean reward per step.
 
-    .venv/bin/python bench/grpo_vs_ei.py --session sessions/bench-learning-N \
+    .venv/bin/python bench/grpo_vs_ei.py [--session sessions/bench-learning-N] \
         [--round 1] [--num-generations 4] [--prompts-per-step 2]
+
+Slow on CPU: each GRPO step generates prompts_per_step x num_generations answers
+and backpropagates through them, and the 240-completion budget of a cpu-demo round
+is 30 such steps.
 """
 
 from __future__ import annotations
@@ -53,13 +57,28 @@ def expert_iteration(folder: Path) -> tuple[int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--session", type=Path, required=True)
+    parser.add_argument(
+        "--session",
+        type=Path,
+        default=None,
+        help="a bench/learning.py session (default: the newest under sessions/)",
+    )
     parser.add_argument("--round", type=int, default=1)
     parser.add_argument("--num-generations", type=int, default=4)
     parser.add_argument("--prompts-per-step", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="GRPO adapter folder")
     args = parser.parse_args()
 
+    if args.session is None:
+        found = sorted(
+            (Path(__file__).resolve().parent.parent / "sessions").glob("bench-learning-*"),
+            key=lambda path: path.stat().st_mtime,
+        )
+        if not found:
+            print("bench/grpo_vs_ei.py: skipped: no bench/learning.py session under sessions/")
+            print("  (run bench/learning.py first, or pass --session)")
+            return
+        args.session = found[-1]
     session = args.session.resolve()
     config = load(session / "config.toml")
     folder = session / f"round-{args.round:06d}"

@@ -97,9 +97,11 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
     wanted_train = r.config.round.fresh_tasks
     wanted_dev = r.config.round.validation_tasks * (1 if fixed else 2)
     while True:
-        fresh = [task for task in pool_tasks(r.session.root) if task.id not in used]
-        train = balanced_order([t for t in fresh if t.split == "train"], wanted_train)
-        dev = balanced_order([t for t in fresh if t.split == "dev"])
+        pool = pool_tasks(r.session.root)
+        # The pool's whole order, used tasks skipped: each round reaches families the
+        # earlier ones did not (see balanced_order).
+        train = balanced_order([t for t in pool if t.split == "train"], wanted_train, used)
+        dev = balanced_order([t for t in pool if t.split == "dev"], exclude=used)
         if len(train) >= wanted_train and len(dev) >= wanted_dev:
             break
         r.progress(

@@ -8,7 +8,7 @@ judged on a lopsided slice.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from codeloop.config import LANGUAGES
 from codeloop.tasks.schema import Task
@@ -19,12 +19,21 @@ def _family_key(language: str, family: str) -> str:
     return hashlib.sha256(f"{language}\0{family}".encode()).hexdigest()
 
 
-def balanced_order(tasks: Sequence[Task], n: int | None = None) -> list[Task]:
+def balanced_order(
+    tasks: Sequence[Task], n: int | None = None, exclude: Collection[str] = ()
+) -> list[Task]:
     """Round-robin across languages, and within a language across families.
 
     Deterministic and independent of the input order: languages go in DESIGN.md's
     order (others after, sorted), families within a language in a stable hashed
-    order, tasks within a family by id. Returns the first `n` (all when None).
+    order, tasks within a family by id. Returns the first `n` (all when None) of
+    the tasks whose id is not in `exclude`.
+
+    `exclude` is how successive rounds draw from one pool: the order is that of the
+    whole pool, used tasks included, and a round takes the next unused tasks in it.
+    So round 2 continues the round-robin where round 1 stopped (the families round 1
+    did not reach) instead of starting it again, which would give every round the
+    same few families per language at their next variant.
     """
     by_language: dict[str, dict[str, list[Task]]] = {}
     for task in tasks:
@@ -37,7 +46,7 @@ def balanced_order(tasks: Sequence[Task], n: int | None = None) -> list[Task]:
         ordered = sorted(families, key=lambda family: _family_key(language, family))
         per_family = [sorted(families[family], key=lambda task: task.id) for family in ordered]
         queues.append(_round_robin(per_family))
-    result = _round_robin(queues)
+    result = [task for task in _round_robin(queues) if task.id not in exclude]
     return result if n is None else result[: max(n, 0)]
 
 
