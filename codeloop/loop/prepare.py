@@ -100,7 +100,7 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         pool = pool_tasks(r.session.root)
         # The pool's whole order, used tasks skipped: each round reaches families the
         # earlier ones did not (see balanced_order).
-        train = balanced_order([t for t in pool if t.split == "train"], wanted_train, used)
+        train = balanced_order([t for t in pool if t.split == "train"], wanted_train, exclude=used)
         dev = balanced_order([t for t in pool if t.split == "dev"], exclude=used)
         if len(train) >= wanted_train and len(dev) >= wanted_dev:
             break
