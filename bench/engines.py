@@ -1,156 +1,267 @@
-"""Useful tokens/s of the CPU engines on the bundled SmolLM2, measured in one run.
+"""Useful tokens/s and peak memory of the CPU engines on the bundled SmolLM2, in one run.
 
-Useful tokens are generated tokens up to each answer's end (padding and anything
-after the end are not counted). Engines: hf (transformers) at batch 1, 4, 8, 16;
-llamacpp (llama-cpp-python in process); openai against llama-cpp-python's server
-on loopback. hf and llamacpp are measured with and without a LoRA adapter (a
-random rank-8 adapter made here). Prints a table and appends it to bench/RESULTS.md.
+Rows: hf (transformers, float32) and llamacpp (batched llama.cpp decoding) at batch
+8 and 16, each with and without a LoRA adapter. Every row answers the same prompts:
+codeloop's own recipe (contract system turn, worked example, task) for tier-1 dev
+tasks of the built-in curriculum, languages taken in turn, greedy, `max_tokens` as the
+cpu-demo preset. Useful tokens are generated tokens up to each answer's end (padding
+and anything after the closed code block are not counted); each timed call comes
+after a warm-up call on the same engine and adapter. Each (engine, batch) runs in
+its own subprocess, so its peak RSS is its own; hf and llamacpp at one batch size run
+back to back, so their ratio sees the same machine load.
 
-    python bench/engines.py [--prompts 8] [--max-tokens 96]
+The adapter is trained here through `codeloop.train.trainer.run` (the code `codeloop
+train` runs) on worked-example answers, so it is a real, non-zero LoRA adapter of the
+shape the loop produces (rank 8, all-linear), unless --adapter names one.
+
+Besides speed it reports whether llamacpp's greedy answers equal hf's (hf runs the
+dequantized Q4_1 weights in float32, llama.cpp its Q4_1 kernels, so some tokens may
+differ) and, with --check, how many answers pass their task's hidden tests in the
+sandbox. Prints a table and appends it to bench/RESULTS.md.
+
+    python bench/engines.py [--prompts 16] [--max-tokens 256] [--adapter PATH] [--check]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import socket
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
 from results import record  # bench/results.py (scripts run from bench/)
 
-from codeloop.config import BUNDLED_MODEL, EngineConfig, ManagedServer
-from codeloop.engines.hf import HFEngine
-from codeloop.engines.llamacpp import LlamaCppEngine
-from codeloop.engines.openai import OpenAIEngine
-from codeloop.models import bundled_gguf, load, resolve
-
-TOPICS = [
-    "the sum of two integers",
-    "the maximum of a list",
-    "a reversed string",
-    "the number of vowels",
-    "the factorial of n",
-    "whether n is prime",
-    "the sorted list",
-    "the n-th Fibonacci number",
-]
+ROWS = [("hf", 8), ("llamacpp", 8), ("hf", 16), ("llamacpp", 16)]
 
 
-def conversations(count: int) -> list[list[dict[str, str]]]:
-    return [
-        [
-            {"role": "system", "content": "Answer with one complete program in a code block."},
-            {
-                "role": "user",
-                "content": f"Write a Python program that reads input and prints "
-                f"{TOPICS[i % len(TOPICS)]}. Use ```python.",
-            },
+def bench_tasks(count: int) -> list:
+    """`count` tier-1 dev tasks of the cpu-demo split, the languages taken in turn."""
+    from prompts import dev_tasks  # bench/prompts.py
+
+    from codeloop import recipe
+    from codeloop.config import load_preset
+
+    preset = load_preset("cpu-demo")
+    languages = list(recipe.FENCE_TAGS)
+    variants = 1
+    while True:
+        pairs = dev_tasks(languages, variants, preset.tasks.salt, preset.tasks.splits)
+        by_language = {lang: [t for t, _title in pairs if t.language == lang] for lang in languages}
+        ordered = [
+            by_language[lang][i]
+            for i in range(max(map(len, by_language.values())))
+            for lang in languages
+            if i < len(by_language[lang])
         ]
-        for i in range(count)
-    ]
+        if len(ordered) >= count or variants > 8:
+            return ordered[:count]
+        variants += 1
 
 
-def rate(engine, prompts, max_tokens: int) -> tuple[float, int]:
-    """Useful tokens per second, after one short warm-up call (weights paged in, kernels
-    and adapter caches built), so the first configuration timed is not penalised."""
-    engine.generate(prompts[:1], max_tokens=8)
-    started = time.monotonic()
-    results = engine.generate(prompts, max_tokens=max_tokens)
-    elapsed = time.monotonic() - started
-    tokens = sum(row[0].tokens for row in results)
-    return tokens / elapsed, tokens
+def train_adapter(folder: Path, threads: int) -> Path:
+    """A LoRA adapter trained for a few steps on the worked example in every language."""
+    import torch
+    from train import write_dataset  # bench/train.py
 
+    from codeloop import recipe
+    from codeloop.config import BUNDLED_MODEL, ExportConfig, TrainConfig
+    from codeloop.train.trainer import TrainRequest, run
 
-def make_adapter(folder: Path) -> Path:
-    import peft
-
-    model, _tokenizer = load(resolve(BUNDLED_MODEL))
-    torch.manual_seed(0)
-    # init_lora_weights=False: random A and B, so the adapter really changes every
-    # layer's output (PEFT's default B = 0 is a no-op that costs nothing to apply).
-    config = peft.LoraConfig(
-        r=8, lora_alpha=16, target_modules="all-linear", init_lora_weights=False
+    torch.set_num_threads(threads)
+    rows = []
+    for language in recipe.FENCE_TAGS:
+        task = {"language": language, "statement": recipe.WORKED_PROBLEM, "kind": "stdio"}
+        answer = recipe.fenced(recipe.WORKED_ANSWERS[language], language)
+        rows.append(
+            {
+                "task_id": f"bench-{language}",
+                "language": language,
+                "split": "train",
+                "messages": [
+                    *recipe.contract_messages(task),
+                    {"role": "assistant", "content": answer},
+                ],
+                "verification": {"kind": "local_execution", "passed": True},
+                "provenance": {"dataset": "bench", "revision": "0", "source_row_sha256": "0"},
+            }
+        )
+    data = write_dataset(folder / "train.jsonl", rows)
+    run(
+        TrainRequest(
+            dataset=data,
+            output=folder / "adapter",
+            base=BUNDLED_MODEL,
+            train=TrainConfig(
+                steps_per_round=12,
+                max_epochs=6.0,
+                batch_size=4,
+                gradient_accumulation=1,
+                learning_rate=1e-3,
+                save_steps=10_000,
+                report_to=[],
+            ),
+            export=ExportConfig(min_examples=1, min_per_language=0, max_length=4096),
+            languages=list(recipe.FENCE_TAGS),
+            seed=3407,
+            precision="float32",
+            echo=False,
+        )
     )
-    peft.get_peft_model(model, config).save_pretrained(folder)
-    return folder
+    return folder / "adapter"
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM).
+
+    Not getrusage's ru_maxrss: Linux keeps it across execve, so a worker started by a
+    parent that trained the adapter would report the parent's peak.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One engine at one batch size, base then adapter; JSON results to --out."""
+    from codeloop.config import BUNDLED_MODEL, EngineConfig
+
+    job = json.loads(Path(args.job).read_text())
+    conversations, max_tokens, threads = job["conversations"], job["max_tokens"], job["threads"]
+    if args.worker == "hf":
+        import torch
+
+        from codeloop.engines.hf import HFEngine
+
+        torch.set_num_threads(threads)
+        engine = HFEngine(
+            EngineConfig(model=BUNDLED_MODEL, precision="float32", batch_size=args.batch)
+        )
+    else:
+        from codeloop.engines.llamacpp import LlamaCppEngine
+
+        engine = LlamaCppEngine(
+            EngineConfig(kind="llamacpp", model=BUNDLED_MODEL, batch_size=args.batch),
+            threads=threads,
+        )
+    out = {}
+    for label, path in (("base", None), ("adapter", job["adapter"])):
+        engine.load_adapter(path)
+        # Warm-up: weights paged in, kernels, adapter and (llamacpp) context built.
+        engine.generate(conversations[: args.batch], max_tokens=8)
+        started = time.monotonic()
+        results = engine.generate(conversations, max_tokens=max_tokens)
+        seconds = time.monotonic() - started
+        tokens = sum(row[0].tokens for row in results)
+        out[label] = {
+            "seconds": seconds,
+            "tokens": tokens,
+            "rate": tokens / seconds,
+            "texts": [row[0].text for row in results],
+            "load": os.getloadavg()[0],
+        }
+        print(f"{args.worker} batch {args.batch} {label}: {tokens / seconds:.1f} tok/s", flush=True)
+    engine.close()
+    out["peak_rss_mib"] = peak_rss_mib()
+    Path(args.out).write_text(json.dumps(out))
+
+
+def passes(tasks, texts: list[str]) -> int:
+    from prompts import check  # bench/prompts.py
+
+    return sum(not isinstance(v, str) and v.passed for v in check(tasks, texts))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prompts", type=int, default=8)
-    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--prompts", type=int, default=16)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--adapter", help="a PEFT adapter folder (default: train one here)")
+    parser.add_argument("--check", action="store_true", help="run answers in the sandbox")
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--worker", choices=["hf", "llamacpp"], help=argparse.SUPPRESS)
+    parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--job", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    threads = len(os.sched_getaffinity(0))
-    torch.set_num_threads(threads)
-    rows: list[tuple[str, str, float, int]] = []
+    if args.worker:
+        worker(args)
+        return
+    from codeloop import recipe
+
+    tasks = bench_tasks(args.prompts)
     with tempfile.TemporaryDirectory() as scratch:
-        adapter = make_adapter(Path(scratch) / "adapter")
-        hf = HFEngine(EngineConfig(model=BUNDLED_MODEL, precision="float32"))
-        for label, path in (("base", None), ("adapter", adapter)):
-            hf.load_adapter(path)
-            for batch in (1, 4, 8, 16):
-                hf.config = hf.config.model_copy(update={"batch_size": batch})
-                count = max(args.prompts, batch)
-                speed, tokens = rate(hf, conversations(count), args.max_tokens)
-                rows.append((f"hf batch {batch}", label, speed, tokens))
-                print(rows[-1], flush=True)
-        del hf
-        cpp = LlamaCppEngine(
-            EngineConfig(kind="llamacpp", model=BUNDLED_MODEL), n_ctx=2048, threads=threads
+        adapter = args.adapter
+        trained = adapter is None
+        if trained:
+            started = time.monotonic()
+            adapter = str(train_adapter(Path(scratch), args.threads))
+            print(f"adapter trained in {time.monotonic() - started:.0f} s", flush=True)
+        job = Path(scratch) / "job.json"
+        job.write_text(
+            json.dumps(
+                {
+                    "conversations": [recipe.messages(task) for task in tasks],
+                    "max_tokens": args.max_tokens,
+                    "threads": args.threads,
+                    "adapter": adapter,
+                }
+            )
         )
-        for label, path in (("base", None), ("adapter", adapter)):
-            cpp.load_adapter(path)
-            speed, tokens = rate(cpp, conversations(args.prompts), args.max_tokens)
-            rows.append(("llamacpp", label, speed, tokens))
-            print(rows[-1], flush=True)
-        cpp.close()
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        command = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(bundled_gguf()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--model_alias",
-            "smollm2",
-            "--n_threads",
-            str(threads),
-        ]
-        server = ManagedServer(command=command, health_url=f"http://127.0.0.1:{port}/v1/models")
-        remote = OpenAIEngine(
-            EngineConfig(kind="openai", model="smollm2", server=server, concurrency=1),
-            log_dir=scratch,
-        )
-        try:
-            speed, tokens = rate(remote, conversations(args.prompts), args.max_tokens)
-            rows.append(("openai -> llama_cpp.server", "base", speed, tokens))
-            print(rows[-1], flush=True)
-        finally:
-            remote.close()
-    hf8 = next(speed for name, label, speed, _t in rows if name == "hf batch 8" and label == "base")
+        measured = {}
+        for engine, batch in ROWS:
+            out = Path(scratch) / f"{engine}-{batch}.json"
+            command = [sys.executable, __file__, "--worker", engine, "--batch", str(batch)]
+            command += ["--job", str(job), "--out", str(out)]
+            subprocess.run(command, check=True)
+            measured[(engine, batch)] = json.loads(out.read_text())
     lines = [
-        "| engine | adapter | useful tok/s | tokens | vs hf batch 8 |",
-        "|---|---|---|---|---|",
+        "| engine | batch | adapter | useful tok/s | tokens | seconds | vs hf batch 8 "
+        "| peak RSS MiB | greedy = hf batch 8 |" + (" passed |" if args.check else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|" if args.check else ""),
     ]
+    for label in ("base", "adapter"):
+        reference = measured[("hf", 8)][label]
+        for engine, batch in ROWS:
+            row = measured[(engine, batch)]
+            cell = row[label]
+            same = sum(a == b for a, b in zip(cell["texts"], reference["texts"], strict=True))
+            line = (
+                f"| {engine} | {batch} | {label} | {cell['rate']:.1f} | {cell['tokens']} | "
+                f"{cell['seconds']:.1f} | {cell['rate'] / reference['rate']:.2f}x | "
+                f"{row['peak_rss_mib']:.0f} | {same}/{len(tasks)} |"
+            )
+            if args.check:
+                line += f" {passes(tasks, cell['texts'])}/{len(tasks)} |"
+            lines.append(line)
+    if trained:
+        made = "trained here (12 steps on worked examples)"
+    else:
+        report = Path(adapter) / "training.json"
+        steps = json.loads(report.read_text()).get("steps") if report.exists() else None
+        made = f"{adapter}" + (f" ({steps} training steps)" if steps else "")
+    changed = sum(
+        a != b
+        for a, b in zip(
+            measured[("llamacpp", 8)]["base"]["texts"],
+            measured[("llamacpp", 8)]["adapter"]["texts"],
+            strict=True,
+        )
+    )
     lines += [
-        f"| {name} | {label} | {speed:.1f} | {tokens} | {speed / hf8:.2f}x |"
-        for name, label, speed, tokens in rows
+        "",
+        f"Prompts: {len(tasks)} tier-1 dev tasks (codeloop's recipe, "
+        f"{len(set(t.language for t in tasks))} languages), greedy, max {args.max_tokens} "
+        f"tokens. Adapter: {made}"
+        f"; it changes {changed}/{len(tasks)} llamacpp answers. Peak RSS is the subprocess's "
+        "(one engine, both adapter states).",
     ]
     record(
-        f"engines, bundled SmolLM2-135M on CPU ({threads} threads, {args.prompts} prompts, "
-        f"max {args.max_tokens} tokens)",
+        f"engines, bundled SmolLM2-135M on CPU ({args.threads} threads, bench/engines.py)",
         lines,
     )
 

@@ -57,11 +57,31 @@ def rows_of_length(tokenizer, count: int, length: int) -> list[dict]:
     return rows
 
 
+def write_dataset(data: Path, rows: list[dict]) -> Path:
+    """`rows` as a training set at `data`, with the manifest export would write beside it."""
+    from codeloop import store
+
+    store.write_text(data, "".join(json.dumps(row) + "\n" for row in rows))
+    languages: dict[str, int] = {}
+    for row in rows:
+        languages[row["language"]] = languages.get(row["language"], 0) + 1
+    store.write_json(
+        Path(f"{data}.manifest.json"),
+        {
+            "split": "train",
+            "verification": "local_execution",
+            "rows": len(rows),
+            "languages": languages,
+            "dataset_sha256": store.sha256_file(data),
+        },
+    )
+    return data
+
+
 def one(args: argparse.Namespace) -> None:
     """Run one variant in this process and print its numbers as JSON (last line)."""
     import torch
 
-    from codeloop import store
     from codeloop.config import BUNDLED_MODEL, ExportConfig, TrainConfig
     from codeloop.train.model import load_tokenizer, resolve_model
     from codeloop.train.trainer import TrainRequest, run
@@ -70,18 +90,7 @@ def one(args: argparse.Namespace) -> None:
     tokenizer = load_tokenizer(resolve_model(BUNDLED_MODEL))
     rows = rows_of_length(tokenizer, args.batch * args.steps, args.length)
     with tempfile.TemporaryDirectory() as temp:
-        data = Path(temp) / "train.jsonl"
-        store.write_text(data, "".join(json.dumps(row) + "\n" for row in rows))
-        store.write_json(
-            Path(f"{data}.manifest.json"),
-            {
-                "split": "train",
-                "verification": "local_execution",
-                "rows": len(rows),
-                "languages": {"python": len(rows)},
-                "dataset_sha256": store.sha256_file(data),
-            },
-        )
+        data = write_dataset(Path(temp) / "train.jsonl", rows)
         outcome = run(
             TrainRequest(
                 dataset=data,

@@ -79,6 +79,21 @@ class EngineConfig(Section):
         "auto", description="Weight and compute dtype; auto is float32 on CPU, bfloat16 on GPU."
     )
     max_tokens: int = Field(512, gt=0, description="Most new tokens per answer.")
+    min_p: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Sampled answers only (temperature > 0): drop tokens whose probability is "
+        "below min_p times the most likely token's (min-p sampling; 0: off). A small model's "
+        "long tail at full temperature is mostly broken code.",
+    )
+    top_p: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="Sampled answers only: keep the most likely tokens whose probabilities "
+        "sum to top_p (nucleus sampling; 1: off).",
+    )
     batch_size: int = Field(8, gt=0, description="Conversations generated together.")
     base_url: str | None = Field(
         None, description="openai engine: base URL of the server, e.g. http://127.0.0.1:8000/v1."

@@ -11,7 +11,7 @@ transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
 from codeloop.config import BUNDLED_MODEL, EngineConfig  # noqa: E402
-from codeloop.engines.hf import HFEngine  # noqa: E402
+from codeloop.engines.hf import HFEngine, truncated  # noqa: E402
 from codeloop.models import hf_folder, resolve  # noqa: E402
 from codeloop.recipe import source  # noqa: E402
 
@@ -66,6 +66,28 @@ def test_seeded_sampling_is_reproducible_whatever_the_batch(engine) -> None:
     assert any(row[0].text != row[1].text for row in first)  # samples of one request differ
     other = engine.generate(CONVERSATIONS, max_tokens=16, temperature=1.0, seed=99, n=2)
     assert texts(other) != texts(first)
+
+
+def test_truncation_keeps_the_likely_tokens_renormalised() -> None:
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05])
+    assert torch.equal(truncated(probs, 0.0, 1.0), probs)  # off: untouched
+    # min_p 0.2: a token needs at least 0.2 * 0.5 = 0.1
+    assert torch.allclose(truncated(probs, 0.2, 1.0), torch.tensor([0.5, 0.3, 0.15, 0]) / 0.95)
+    # top_p 0.7: 0.5 alone is short of 0.7, so 0.3 joins; 0.15 starts at 0.8 and is cut
+    assert torch.allclose(truncated(probs, 0.0, 0.7), torch.tensor([0.5, 0.3, 0, 0]) / 0.8)
+    assert torch.allclose(truncated(probs, 0.0, 0.01), torch.tensor([1.0, 0, 0, 0]))
+
+
+def test_a_tiny_top_p_samples_the_greedy_answer(tokenizer) -> None:
+    torch.set_num_threads(1)
+    model = tiny_llama(tokenizer)
+    greedy = HFEngine(EngineConfig(batch_size=4), model=model, tokenizer=tokenizer)
+    narrow = HFEngine(EngineConfig(batch_size=4, top_p=1e-6), model=model, tokenizer=tokenizer)
+    wide = texts(greedy.generate(CONVERSATIONS, max_tokens=16, temperature=1.5, seed=3))
+    want = texts(greedy.generate(CONVERSATIONS, max_tokens=16))
+    # at temperature 1.5 the random model's samples wander; top-p keeps only the top token
+    assert wide != want
+    assert texts(narrow.generate(CONVERSATIONS, max_tokens=16, temperature=1.5, seed=3)) == want
 
 
 def test_adapter_changes_outputs_and_unloading_restores_them(engine, tokenizer, tmp_path: Path):

@@ -1,5 +1,11 @@
 """The llamacpp engine on the bundled GGUF, and the PEFT -> llama.cpp LoRA conversion.
 
+Batched decoding is checked against decoding one request at a time: an answer must
+not depend on its batch neighbours, their order, prefix sharing or the adapter
+being applied to a batch. The comparisons are exact and can fail: with a unified KV
+cache (or flash attention) llama.cpp's logits move in their last bits with the
+batch, and greedy answers drift apart within a few dozen tokens.
+
 The conversion is checked where it matters: an adapter must move llama.cpp's
 next-token logits the way it moves the transformers model's (same prompt tokens,
 same adapter), which a wrong tensor mapping or a missing Q/K permutation breaks.
@@ -19,22 +25,32 @@ pytest.importorskip("llama_cpp")
 from codeloop.config import BUNDLED_MODEL, EngineConfig  # noqa: E402
 from codeloop.engines import lora_gguf  # noqa: E402
 from codeloop.engines.llamacpp import LlamaCppEngine  # noqa: E402
+from codeloop.engines.llamacpp_batch import plan_sharing  # noqa: E402
 from codeloop.models import load, resolve  # noqa: E402
+from codeloop.recipe import ends_code_block, messages  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 HELLO = [{"role": "user", "content": "Write a Python program that prints hello."}]
+# Two languages, so two shared prefixes (system turn + worked example) in one batch.
+TASKS = [
+    ("python", "Read n and print the sum of the integers 1..n."),
+    ("cpp", "Read a string and print it reversed."),
+    ("python", "Read a list of integers and print the largest."),
+    ("cpp", "Read n and print n factorial."),
+]
+RECIPE = [messages({"language": lang, "statement": s, "kind": "stdio"}) for lang, s in TASKS]
 
 
 @pytest.fixture(scope="module")
 def engine():
     engine = LlamaCppEngine(
-        EngineConfig(kind="llamacpp", model=BUNDLED_MODEL), n_ctx=1024, threads=2
+        EngineConfig(kind="llamacpp", model=BUNDLED_MODEL, batch_size=4), n_ctx=1024, threads=2
     )
     yield engine
     engine.close()
 
 
-def make_adapter(folder: Path, targets: str | list[str]):
+def make_adapter(folder: Path, targets: str | list[str], rank: int = 4):
     """The transformers SmolLM2 with a random (non-zero) LoRA adapter, saved in `folder`.
 
     The adapter is strong on purpose: llama.cpp quantizes activations to 8 bits, so
@@ -44,7 +60,9 @@ def make_adapter(folder: Path, targets: str | list[str]):
     torch.set_num_threads(2)
     model, tokenizer = load(resolve(BUNDLED_MODEL))
     torch.manual_seed(0)
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=targets, init_lora_weights=False)
+    config = peft.LoraConfig(
+        r=rank, lora_alpha=2 * rank, target_modules=targets, init_lora_weights=False
+    )
     wrapped = peft.get_peft_model(model, config)
     wrapped.save_pretrained(folder)
     return wrapped, tokenizer, folder
@@ -55,23 +73,161 @@ def hf_and_adapter(tmp_path_factory):
     return make_adapter(tmp_path_factory.mktemp("adapter"), "all-linear")
 
 
+def texts(results) -> list[str]:
+    return [completion.text for row in results for completion in row]
+
+
+def one_by_one(engine, conversations, **options) -> list[str]:
+    seeds = options.pop("seed", [0] * len(conversations))
+    return [
+        engine.generate([c], seed=[s], **options)[0][0].text
+        for c, s in zip(conversations, seeds, strict=True)
+    ]
+
+
 def test_generates_and_repeats_seeded_samples(engine) -> None:
     [[greedy]] = engine.generate([HELLO], max_tokens=48)
     assert greedy.text.strip() and greedy.tokens > 0
     first = engine.generate([HELLO, HELLO], max_tokens=24, temperature=0.8, seed=[3, 4])
     again = engine.generate([HELLO, HELLO], max_tokens=24, temperature=0.8, seed=[3, 4])
-    assert [r[0].text for r in first] == [r[0].text for r in again]
+    assert texts(first) == texts(again)
+    assert texts(first)[0] != texts(first)[1]  # two seeds, two samples
     assert engine.info()["engine"] == "llamacpp"
 
 
-def _cpp_logits(engine, tokens: list[int]):
-    import numpy as np
+def test_prompts_are_the_chat_template_of_the_hf_tokenizer(engine, hf_and_adapter) -> None:
+    """The tokens the earlier engine (Llama.create_chat_completion) and the hf engine feed."""
+    tokenizer = hf_and_adapter[1]
+    for conversation in [HELLO, *RECIPE]:
+        expected = tokenizer.apply_chat_template(
+            conversation, add_generation_prompt=True, tokenize=True
+        )
+        expected = list(expected["input_ids"] if hasattr(expected, "keys") else expected)
+        assert engine.encode(conversation) == expected
 
-    engine.llm.reset()
-    engine.llm.eval(tokens)
-    # Without logits_all, llama-cpp-python keeps only the context's last-token logits.
-    last = np.ctypeslib.as_array(engine.llm._ctx.get_logits(), shape=(engine.llm.n_vocab(),))
-    return torch.tensor(last.copy()).float()
+
+def test_batched_greedy_equals_one_by_one(engine) -> None:
+    moves = engine.decoder.stats["moves"]
+    batched = texts(engine.generate(RECIPE, max_tokens=64))
+    assert batched == one_by_one(engine, RECIPE, max_tokens=64)
+    assert len(set(batched)) == len(batched)
+    # Some answers ended before others, so running sequences were moved into their ids.
+    assert engine.decoder.stats["moves"] > moves
+
+
+def test_a_seeded_sample_ignores_its_batch_neighbours_and_their_order(engine) -> None:
+    seeds = [21, 22, 23, 24]
+    options = {"max_tokens": 24, "temperature": 0.9}
+    batched = texts(engine.generate(RECIPE, seed=seeds, **options))
+    reverse = texts(engine.generate(RECIPE[::-1], seed=seeds[::-1], **options))[::-1]
+    assert batched == reverse
+    assert batched == one_by_one(engine, RECIPE, seed=seeds, **options)
+    # Other neighbours: the first request next to three copies of itself with other seeds.
+    mixed = texts(engine.generate([RECIPE[0]] * 4, seed=[99, 21, 98, 97], **options))
+    assert mixed[1] == batched[0]
+    assert len(set(mixed)) > 1  # the copies did sample differently
+
+
+def test_n_samples_share_their_prompt_and_stay_independent(engine) -> None:
+    shared = engine.decoder.stats["shared_tokens"]
+    rows = engine.generate(RECIPE[:2], max_tokens=16, temperature=0.9, seed=[5, 6], n=3)
+    assert engine.decoder.stats["shared_tokens"] > shared
+    flat = texts(rows)
+    assert len(set(flat[:3])) > 1 and len(set(flat[3:])) > 1
+    again = texts(engine.generate(RECIPE[:2], max_tokens=16, temperature=0.9, seed=[5, 6], n=3))
+    assert flat == again
+    # The first sample of a request is the same with n=3 as with n=1.
+    alone = one_by_one(engine, RECIPE[:2], max_tokens=16, temperature=0.9, seed=[5, 6])
+    assert [flat[0], flat[3]] == alone
+
+
+def test_truncated_sampling_narrows_to_greedy_and_keeps_seeds(engine) -> None:
+    """min-p and top-p reach llama.cpp's sampler chain: a tiny top-p (or a min-p near 1)
+    keeps only the most likely token, so the samples are the greedy answers."""
+    greedy = texts(engine.generate(RECIPE, max_tokens=24))
+    options = {"max_tokens": 24, "temperature": 1.5, "seed": [1, 2, 3, 4]}
+    wide = texts(engine.generate(RECIPE, **options))
+    assert wide != greedy
+    original = engine.config
+    try:
+        engine.config = original.model_copy(update={"top_p": 1e-6})
+        assert texts(engine.generate(RECIPE, **options)) == greedy
+        engine.config = original.model_copy(update={"min_p": 0.999})
+        assert texts(engine.generate(RECIPE, **options)) == greedy
+        engine.config = original.model_copy(update={"min_p": 0.1})
+        narrowed = texts(engine.generate(RECIPE, **options))
+        assert (
+            narrowed
+            == texts(engine.generate(RECIPE[::-1], **{**options, "seed": [4, 3, 2, 1]}))[::-1]
+        )
+    finally:
+        engine.config = original
+
+
+def test_prefix_sharing_changes_no_output(engine) -> None:
+    options = {"max_tokens": 24, "temperature": 0.9, "seed": [1, 2, 3, 4]}
+    before = engine.decoder.stats["shared_tokens"]
+    shared = texts(engine.generate(RECIPE, **options))
+    assert engine.decoder.stats["shared_tokens"] > before
+    engine.share_prefix = False
+    try:
+        before = engine.decoder.stats["shared_tokens"]
+        plain = texts(engine.generate(RECIPE, **options))
+        assert engine.decoder.stats["shared_tokens"] == before
+    finally:
+        engine.share_prefix = True
+    assert shared == plain
+
+
+def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, monkeypatch) -> None:
+    """llama.cpp computes a lone token with other kernels (gemv) than two or more, and
+    splits a batch whose sequence ids have gaps: both would make an answer depend on
+    when its neighbours finished."""
+    steps: list[list[int]] = []
+    decode = engine.decoder._decode
+
+    def spy(entries):
+        if any(logits for *_rest, logits in entries):  # a step (prefill wants no logits)
+            steps.append([seq for _token, _pos, seq, _logits in entries])
+        else:
+            assert len({seq for _token, _pos, seq, _logits in entries}) == 1
+            assert len(entries) >= 2
+        return decode(entries)
+
+    monkeypatch.setattr(engine.decoder, "_decode", spy)
+    engine.generate(RECIPE, max_tokens=64)
+    engine.generate(RECIPE[:1], max_tokens=8)
+    assert steps and any(len(ids) == 2 for ids in steps)
+    for ids in steps:
+        assert len(ids) >= 2 and ids == list(range(len(ids)))
+
+
+def test_sharing_plan() -> None:
+    system = list(range(100, 140))
+    prompts = [[*system, 1, 2], [*system, 3], [7] * 50, [*system, 1, 2], [*system, 5, 6]]
+    # The last token is never shared, and never the only one left to decode.
+    assert plan_sharing(prompts, minimum=16) == [(-1, 0), (0, 40), (-1, 0), (0, 41), (0, 39)]
+    assert plan_sharing(prompts, minimum=100) == [(-1, 0)] * 5
+
+
+def test_generation_stops_at_the_closed_code_block(engine) -> None:
+    results = engine.generate(RECIPE, max_tokens=160)
+    stopped = [c for row in results for c in row if c.finish_reason == "stop"]
+    assert stopped, [c.text for row in results for c in row]
+    for completion in stopped:
+        assert ends_code_block(completion.text)
+        # Nothing after the token that closed the block, and not one token earlier.
+        assert completion.text.rstrip().endswith("```")
+        assert completion.text.count("```") == 2
+    # A stopped answer is the same with room for more tokens.
+    longer = texts(engine.generate(RECIPE, max_tokens=200))
+    for index, completion in enumerate(c for row in results for c in row):
+        if completion.finish_reason == "stop":
+            assert longer[index] == completion.text
+
+
+def _cpp_logits(engine, tokens: list[int]):
+    return torch.tensor(engine.decoder.logits(tokens)).float()
 
 
 def _delta_cosine(engine, hf_and_adapter, adapter_folder: Path) -> float:
@@ -112,12 +268,24 @@ def test_the_qk_permutation_is_what_makes_attention_adapters_agree(
     assert _delta_cosine(engine, attention, attention[2]) < 0.8
 
 
-def test_adapter_changes_generation_and_unloading_restores_it(engine, hf_and_adapter) -> None:
-    folder = hf_and_adapter[2]
-    base = engine.generate([HELLO], max_tokens=24)[0][0].text
-    engine.load_adapter(folder)
-    adapted = engine.generate([HELLO], max_tokens=24)[0][0].text
-    assert engine.info()["adapter_sha256"] is not None
-    engine.load_adapter(None)
-    assert engine.generate([HELLO], max_tokens=24)[0][0].text == base
-    assert adapted != base
+@pytest.fixture(scope="module")
+def rank8_adapter(tmp_path_factory) -> Path:
+    """Rank 8, the loop's default: llama.cpp multiplies its float32 LoRA matrices with
+    other kernels for one token than for several (rank 4 is too narrow for them)."""
+    return make_adapter(tmp_path_factory.mktemp("rank8"), "all-linear", rank=8)[2]
+
+
+def test_adapter_applies_to_batches_and_unloading_restores_them(engine, rank8_adapter) -> None:
+    base = texts(engine.generate(RECIPE, max_tokens=48))
+    sampled = {"max_tokens": 48, "temperature": 1.0, "seed": [7, 8, 9, 10]}
+    engine.load_adapter(rank8_adapter)
+    try:
+        assert engine.info()["adapter_sha256"] is not None
+        adapted = texts(engine.generate(RECIPE, max_tokens=48))
+        assert adapted == one_by_one(engine, RECIPE, max_tokens=48)
+        samples = texts(engine.generate(RECIPE, **sampled))
+        assert samples == one_by_one(engine, RECIPE, **sampled)
+    finally:
+        engine.load_adapter(None)
+    assert texts(engine.generate(RECIPE, max_tokens=48)) == base
+    assert all(a != b for a, b in zip(adapted, base, strict=True))

@@ -22,6 +22,28 @@ from codeloop.models import ModelRef, load, resolve
 from codeloop.recipe import ends_code_block
 
 
+def truncated(probs: Any, min_p: float, top_p: float) -> Any:
+    """`probs` (one row of next-token probabilities) with min-p and top-p applied.
+
+    Unchanged when both are off, so plain temperature sampling draws exactly the same
+    tokens as before these settings existed. A token that survives keeps its relative
+    probability (the row is renormalised); the most likely token always survives.
+    """
+    import torch
+
+    if min_p <= 0 and top_p >= 1:
+        return probs
+    keep = torch.ones_like(probs, dtype=torch.bool)
+    if min_p > 0:
+        keep &= probs >= min_p * probs.max()
+    if top_p < 1:
+        ordered, order = torch.sort(probs, descending=True)
+        before = torch.cumsum(ordered, dim=-1) - ordered  # mass of the more likely tokens
+        keep &= torch.zeros_like(keep).scatter(-1, order, before < top_p)
+    kept = torch.where(keep, probs, torch.zeros_like(probs))
+    return kept / kept.sum()
+
+
 class HFEngine:
     """transformers model + tokenizer, batched left-padded decoding, switchable LoRA."""
 
@@ -167,6 +189,7 @@ class HFEngine:
                         token = int(torch.argmax(logits[slot]))
                     else:
                         probs = torch.softmax(logits[slot] / temperature, dim=-1)
+                        probs = truncated(probs, self.config.min_p, self.config.top_p)
                         token = int(torch.multinomial(probs, 1, generator=generators[row]))
                     if token in eos:
                         reasons[row] = "stop"

@@ -1,14 +1,21 @@
 """The llamacpp engine: llama-cpp-python in process, the fast CPU path for GGUF models.
 
-It serves the bundled GGUF directly (no dequantized copy). A PEFT adapter is
-converted once to a llama.cpp LoRA GGUF (cached by the adapter's sha256) and
-attached to the running context, so switching adapters never reloads the base.
-Each request is seeded on its own: a sample depends on its seed only.
+It serves the bundled GGUF directly (no dequantized copy) and decodes a batch of
+requests together in one llama.cpp context (`llamacpp_batch.BatchDecoder`): one
+sequence per request, each with its own sampler seeded by the request's seed, so a
+sample depends on its seed only, never on its batch neighbours or their order.
+Prompts that share their first tokens (a language's system turn and worked example,
+the n samples of one conversation) decode them once. A PEFT adapter is converted
+once to a llama.cpp LoRA GGUF (cached by the adapter's sha256) and attached to the
+context, so switching adapters never reloads the base.
+
+Prompts are the GGUF's own chat template rendered the way llama-cpp-python's
+`Llama.create_chat_completion` renders it, so they are token for token what the
+earlier one-request-at-a-time engine fed the model.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import time
 from pathlib import Path
@@ -16,15 +23,48 @@ from typing import Any
 
 from codeloop.config import EngineConfig
 from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
+from codeloop.engines.llamacpp_batch import BatchDecoder
 from codeloop.engines.lora_gguf import convert
 from codeloop.errors import EngineError
 from codeloop.models import resolve
 from codeloop.recipe import ends_code_block
 
 
+def chat_formatter(model: Any) -> Any:
+    """The chat formatter `Llama.create_chat_completion` would use for this GGUF.
+
+    With a `tokenizer.chat_template` in the metadata that is the template itself
+    (rendered by llama-cpp-python's Jinja2ChatFormatter, with the model's BOS/EOS
+    texts); without one, llama-cpp-python's fallback, the llama-2 format.
+    """
+    from llama_cpp import llama_chat_format
+
+    template = model.metadata().get("tokenizer.chat_template")
+    if template is None:
+        return llama_chat_format.format_llama2
+    eos, bos = model.token_eos(), model.token_bos()
+    return llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=model.token_get_text(eos) if eos != -1 else "",
+        bos_token=model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
+
+
 class LlamaCppEngine:
-    def __init__(self, config: EngineConfig, *, n_ctx: int = 4096, threads: int | None = None):
-        from llama_cpp import Llama
+    def __init__(
+        self,
+        config: EngineConfig,
+        *,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        share_prefix: bool = True,
+    ):
+        """`n_ctx` bounds one request (prompt and answer); `threads` defaults to every
+        CPU of this process's affinity mask."""
+        import llama_cpp
+        from llama_cpp import _internals
+        from llama_cpp._logger import set_verbose
 
         self.config = config
         self.ref = resolve(config.model, config.revision)
@@ -32,13 +72,20 @@ class LlamaCppEngine:
             raise EngineError(
                 f"engine.model: the llamacpp engine needs a GGUF file, got {config.model}"
             )
-        self.llm = Llama(
-            model_path=self.ref.path,
-            n_ctx=n_ctx,
-            verbose=False,
-            seed=0,
-            n_threads=threads or max(1, len(os.sched_getaffinity(0))),
-        )
+        set_verbose(False)  # as Llama(verbose=False): llama.cpp logs errors only
+        try:
+            self.model = _internals.LlamaModel(
+                path_model=self.ref.path,
+                params=llama_cpp.llama_model_default_params(),
+                verbose=False,
+            )
+        except ValueError as error:
+            raise EngineError(f"llama.cpp could not load {self.ref.path}: {error}") from error
+        self.formatter = chat_formatter(self.model)
+        self.n_ctx = n_ctx
+        self.share_prefix = share_prefix
+        self.threads = threads or max(1, len(os.sched_getaffinity(0)))
+        self.decoder = BatchDecoder(self.model.model, self.model.vocab, threads=self.threads)
         self._adapters: dict[str, Any] = {}
         self.adapter_hash: str | None = None
         self.stats = {"generated_tokens": 0, "seconds": 0.0}
@@ -47,7 +94,7 @@ class LlamaCppEngine:
         import llama_cpp
 
         if path is None:
-            llama_cpp.llama_set_adapters_lora(self.llm.ctx, None, 0, None)
+            self.decoder.set_adapter(None)
             self.adapter_hash = None
             return
         digest = adapter_sha256(path)
@@ -61,14 +108,14 @@ class LlamaCppEngine:
                 temp = target.with_suffix(f".tmp-{os.getpid()}")
                 convert(path, self.ref.path, temp)
                 temp.replace(target)
-            handle = llama_cpp.llama_adapter_lora_init(self.llm.model, str(target).encode())
+            handle = llama_cpp.llama_adapter_lora_init(self.model.model, str(target).encode())
             if not handle:
                 raise EngineError(f"llama.cpp refused the converted adapter {target}")
             self._adapters[digest] = handle
-        adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(self._adapters[digest])
-        scales = (ctypes.c_float * 1)(1.0)
-        if llama_cpp.llama_set_adapters_lora(self.llm.ctx, adapters, 1, scales):
-            raise EngineError(f"llama.cpp could not attach adapter {path}")
+        try:
+            self.decoder.set_adapter(self._adapters[digest])
+        except EngineError as error:
+            raise EngineError(f"llama.cpp could not attach adapter {path}") from error
         self.adapter_hash = digest
 
     def info(self) -> dict[str, Any]:
@@ -80,34 +127,12 @@ class LlamaCppEngine:
             "adapter_sha256": self.adapter_hash,
         }
 
-    def _one(
-        self, conversation: Conversation, max_tokens: int, temperature: float, seed: int
-    ) -> Completion:
-        self.llm.reset()
-        text, tokens, reason = "", 0, "length"
-        stream = self.llm.create_chat_completion(
-            conversation,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            seed=seed,
-            top_p=1.0,
-            top_k=0,
-            min_p=0.0,
-            repeat_penalty=1.0,
-            stream=True,
+    def encode(self, conversation: Conversation) -> list[int]:
+        """The prompt tokens of `conversation` (chat template with the assistant turn open)."""
+        result = self.formatter(messages=conversation)
+        return self.model.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
         )
-        for chunk in stream:
-            choice = chunk["choices"][0]
-            piece = choice["delta"].get("content") or ""
-            if piece:
-                text += piece
-                tokens += 1
-            if choice.get("finish_reason"):
-                reason = "stop" if choice["finish_reason"] == "stop" else "length"
-            if ends_code_block(text):
-                reason = "stop"
-                break
-        return Completion(text=text, tokens=tokens, finish_reason=reason)
 
     def generate(
         self,
@@ -120,11 +145,42 @@ class LlamaCppEngine:
         keys: list[str] | None = None,
     ) -> list[list[Completion]]:
         started = time.monotonic()
-        flat = [self._one(c, max_tokens, temperature, s) for c, s in expand(conversations, seed, n)]
-        results = regroup(flat, n)
+        jobs = expand(conversations, seed, n)
+        prompts = [self.encode(conversation) for conversation, _seed in jobs]
+        for prompt in prompts:
+            if len(prompt) >= self.n_ctx:
+                raise EngineError(
+                    f"a prompt of {len(prompt)} tokens does not fit the context of "
+                    f"{self.n_ctx} tokens"
+                )
+        # Requests with equal first tokens go into one batch, where they share them.
+        # The order is invisible in the answers: each depends on its own seed only.
+        order = sorted(range(len(jobs)), key=lambda k: prompts[k])
+        flat: list[Completion | None] = [None] * len(jobs)
+        size = self.config.batch_size
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            done = self.decoder.generate(
+                [prompts[k] for k in chunk],
+                [jobs[k][1] for k in chunk],
+                max_tokens=[min(max_tokens, self.n_ctx - len(prompts[k])) for k in chunk],
+                temperature=temperature,
+                stop=ends_code_block,
+                share_prefix=self.share_prefix,
+                min_p=self.config.min_p,
+                top_p=self.config.top_p,
+            )
+            for k, seq in zip(chunk, done, strict=True):
+                flat[k] = Completion(
+                    text=seq.text.decode("utf-8", "ignore"),
+                    tokens=len(seq.tokens),
+                    finish_reason=seq.reason,
+                )
+        results = regroup([c for c in flat if c is not None], n)
         self.stats["generated_tokens"] += sum(r.tokens for row in results for r in row)
         self.stats["seconds"] += time.monotonic() - started
         return results
 
     def close(self) -> None:
-        self.llm.close()
+        self.decoder.close()
+        self.model.close()

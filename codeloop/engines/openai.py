@@ -86,6 +86,11 @@ class OpenAIEngine:
             "seed": seed,
             "n": 1,
         }
+        if temperature > 0 and self.config.top_p < 1:
+            payload["top_p"] = self.config.top_p
+        if temperature > 0 and self.config.min_p > 0:
+            # not in OpenAI's API; vLLM, SGLang and llama.cpp's servers read it
+            payload["min_p"] = self.config.min_p
         answer = self._post("/chat/completions", payload)
         try:
             choice = answer["choices"][0]

@@ -70,7 +70,16 @@ class VLLMEngine:
 
         jobs = expand(conversations, seed, n)
         params = [
-            SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=job_seed)
+            SamplingParams(
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=job_seed,
+                **(
+                    {"min_p": self.config.min_p, "top_p": self.config.top_p}
+                    if temperature > 0
+                    else {}
+                ),
+            )
             for _c, job_seed in jobs
         ]
         outputs = self.llm.chat(
