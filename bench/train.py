@@ -20,6 +20,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from results import record  # bench/results.py (scripts run from bench/)
@@ -62,16 +63,13 @@ def write_dataset(data: Path, rows: list[dict]) -> Path:
     from codeloop import store
 
     store.write_text(data, "".join(json.dumps(row) + "\n" for row in rows))
-    languages: dict[str, int] = {}
-    for row in rows:
-        languages[row["language"]] = languages.get(row["language"], 0) + 1
     store.write_json(
         Path(f"{data}.manifest.json"),
         {
             "split": "train",
             "verification": "local_execution",
             "rows": len(rows),
-            "languages": languages,
+            "languages": dict(Counter(row["language"] for row in rows)),
             "dataset_sha256": store.sha256_file(data),
         },
     )

@@ -16,11 +16,7 @@ candidate does from the retained model) and the parent is the first row. With
 `--audit ROUND` the stdio tasks of that round's audit (audit-tasks.json) are scored
 too, to see which training keeps what the parent passed there.
 A variant may carry its own schedule: `recipe@lr=5e-5`, `recipe@steps=8` (learning
-rate, optimizer steps), `recipe@base=1` (a fresh adapter on the base model, not from
-the parent), `recipe@mix=0.5` (the trained adapter interpolated with the parent:
-(1 - 0.5) * parent + 0.5 * trained, exactly, as a rank-16 adapter).
-With `--audit-suite curriculum-test` every stdio task of that suite is scored as the
-audit (not only a round's smoke-sized audit). `--cache FILE` keeps scores by adapter sha256 and task set
+rate, optimizer steps). `--cache FILE` keeps scores by adapter sha256 and task set
 between runs (the parent need not be measured again).
 With `--max-epochs 2,8` every variant is also trained once per epoch cap (few rows
 at a low cap make only a few optimizer steps). Base and every adapter are then
@@ -50,7 +46,6 @@ from results import record
 from codeloop import recipe, store
 from codeloop.config import load_preset
 from codeloop.engines.base import adapter_sha256
-from codeloop.evaluate.task_suites import suite_tasks
 from codeloop.store import sha256_json
 from codeloop.tasks.schema import Task
 from codeloop.train.trainer import TrainRequest, run
@@ -138,30 +133,6 @@ def train(
     return folder / "adapter", report
 
 
-def interpolate(parent: Path | None, trained: Path, weight: float, out: Path) -> Path:
-    """The adapter (1 - weight) * parent + weight * trained, exactly (PEFT's "cat"
-    combination: the two low-rank updates side by side, rank r1 + r2)."""
-    import shutil
-
-    from peft import PeftModel
-
-    from codeloop.models import load as load_model
-    from codeloop.models import resolve
-
-    model, _tokenizer = load_model(resolve(load_preset("cpu-demo").engine.model), "float32", "cpu")
-    names, weights = ["trained"], [weight]
-    peft_model = PeftModel.from_pretrained(model, str(trained), adapter_name="trained")
-    if parent is not None:
-        peft_model.load_adapter(str(parent), adapter_name="parent")
-        names, weights = ["parent", "trained"], [1 - weight, weight]
-    peft_model.add_weighted_adapter(names, weights, "mixed", combination_type="cat")
-    saved = out.with_name(out.name + "-save")
-    peft_model.save_pretrained(str(saved), selected_adapters=["mixed"])
-    shutil.copytree(saved / "mixed" if (saved / "mixed").is_dir() else saved, out)
-    shutil.rmtree(saved)
-    return out
-
-
 def audit_verdicts(preset, adapter: Path | None, tasks: list[Task]) -> set[str]:
     """Ids of the audit tasks the model passes, greedy."""
     if not tasks:
@@ -203,12 +174,6 @@ def main() -> None:
         default=None,
         help="a round folder: also score its audit's stdio tasks",
     )
-    parser.add_argument(
-        "--audit-suite",
-        default=None,
-        help="also score every task of this audit suite (curriculum-test: all test families, "
-        "every language), not only a round's smoke audit",
-    )
     parser.add_argument("--no-dev", action="store_true", help="skip the tier-1 development tasks")
     parser.add_argument("--cache", type=Path, default=None, help="JSON file of scores to reuse")
     args = parser.parse_args()
@@ -230,13 +195,6 @@ def main() -> None:
             Task.model_validate(task)
             for task in store.read(args.audit / "audit-tasks.json")["tasks"]
             if task["kind"] == "stdio"
-        ]
-    if args.audit_suite:
-        known = {task.id for task in audit}
-        audit += [
-            task
-            for task in suite_tasks(preset, args.audit_suite)
-            if task.kind == "stdio" and task.id not in known
         ]
     families = task_families(args.rows)
     held = [t for t in heldout.tasks(languages)]
@@ -281,12 +239,8 @@ def main() -> None:
                     int(schedule.get("steps", args.steps)),
                     float(schedule.get("lr", args.learning_rate)),
                     max_epochs,
-                    None if "base" in schedule else args.parent,
+                    args.parent,
                 )
-                if "mix" in schedule:
-                    adapter = interpolate(
-                        args.parent, adapter, float(schedule["mix"]), folder / "mixed"
-                    )
                 loss = (
                     f"{report['first_loss']:.3f} -> {report['last_loss']:.3f} "
                     f"({report.get('steps', '?')} steps, {len(trained_rows)} rows)"

@@ -75,6 +75,21 @@ def test_generates_and_repeats_seeded_samples(engine) -> None:
     assert engine.info()["engine"] == "openai" and engine.info()["adapter_sha256"] is None
 
 
+def test_samples_follow_top_p_and_min_p_not_the_server_defaults(engine) -> None:
+    """A tiny top-p, or a min-p near 1, reaches llama.cpp's server: samples at a high
+    temperature become the greedy answer."""
+    greedy = engine.generate([HELLO], max_tokens=24)[0][0].text
+    options = {"max_tokens": 24, "temperature": 1.5, "seed": [11, 12, 13]}
+    assert any(r[0].text != greedy for r in engine.generate([HELLO] * 3, **options))
+    original = engine.config
+    try:
+        for narrow in ({"top_p": 1e-6}, {"min_p": 0.999}):
+            engine.config = original.model_copy(update=narrow)
+            assert [r[0].text for r in engine.generate([HELLO] * 3, **options)] == [greedy] * 3
+    finally:
+        engine.config = original
+
+
 def test_a_refused_request_is_a_clear_error_without_retries(engine) -> None:
     with pytest.raises(EngineError, match="refused the request: HTTP 404"):
         engine._post("/no-such-endpoint", {})

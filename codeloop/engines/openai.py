@@ -86,10 +86,12 @@ class OpenAIEngine:
             "seed": seed,
             "n": 1,
         }
-        if temperature > 0 and self.config.top_p < 1:
+        if temperature > 0:
+            # Always sent, "off" included: servers have their own defaults (llama.cpp's
+            # min_p 0.05, top_p 0.95; vLLM's from the model's generation config), and a
+            # sample must follow engine.min_p / engine.top_p as in the other engines.
+            # min_p is not in OpenAI's API; vLLM, SGLang and llama.cpp's servers read it.
             payload["top_p"] = self.config.top_p
-        if temperature > 0 and self.config.min_p > 0:
-            # not in OpenAI's API; vLLM, SGLang and llama.cpp's servers read it
             payload["min_p"] = self.config.min_p
         answer = self._post("/chat/completions", payload)
         try:
