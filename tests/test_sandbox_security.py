@@ -439,3 +439,37 @@ def test_a_program_spinning_threads_gets_one_cpu(cgroups: str) -> None:
     )
     status, feedback = json.loads(probe.stdout.strip().splitlines()[-1])
     assert status == "passed", feedback
+
+
+_LEFTOVER_PROBE = """
+import json
+from codeloop.sandbox import SandboxLimits, check_program
+from tests.sandbox_probe import sandbox_processes
+limits = SandboxLimits(time_s=1.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
+programs = ["while True:\\n    print('x' * 1000)\\n", "import os\\nos.fork()\\nwhile True:\\n    pass\\n"]
+found = []
+for program in programs * 3:
+    check = check_program("python", program, [{"input": "", "output": "x\\n"}], limits=limits)
+    found.append([check.status, sandbox_processes()])
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.parametrize("cgroups", ["on", "off"])
+def test_a_killed_run_leaves_nothing_when_its_check_returns(cgroups: str) -> None:
+    """A run killed for its output or its clock is fully gone (reaped, not a zombie under
+    a sandbox uid) by the time its verdict comes back, not at the worker's next run.
+    Before, without cgroups, the sandbox's pid 1 became the worker's zombie after the
+    worker's last reap: left behind after 30 of 30 floods, and CI saw one after a
+    timeout with cgroups."""
+    probe = subprocess.run(
+        [sys.executable, "-c", _LEFTOVER_PROBE],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CODELOOP_CGROUPS": cgroups},
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert [status for status, _ in found] == ["output_limit", "timeout"] * 3
+    assert [left for _, left in found] == [[]] * 6

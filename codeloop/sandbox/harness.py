@@ -147,21 +147,40 @@ CPU, so it cannot slow other workers' programs into timeouts (compiles are trust
 tools and keep every CPU)."""
 
 
+_subreaper = False
+"""Whether this process adopts orphans (a sandbox worker): then every child it has
+between two runs is a leftover of the last run, and `run` waits for them to go."""
+
+ORPHAN_SETTLE_S = 2.0
+"""How long `run` waits, in a worker, for the last run's killed processes to exit."""
+
+
 def become_subreaper() -> None:
     """Make this process adopt orphaned descendants so that it can reap them."""
+    global _subreaper
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def reap_orphans() -> None:
-    """Collect every exited child (adopted orphans included); never blocks."""
+def reap_orphans(settle_s: float = 0.0) -> None:
+    """Collect every exited child (adopted orphans included).
+
+    `settle_s` > 0: also wait up to that long for children that are still exiting.
+    A killed sandbox's pid-1 leaves its cgroup before it has reaped its namespace and
+    become our zombie, so a reap that never blocks can miss it; it would then stay a
+    zombie under a sandbox uid until the next run.
+    """
+    deadline = time.monotonic() + settle_s
     while True:
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
-            return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
 
 
 def _bind_args(
@@ -290,11 +309,15 @@ def run(
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
-    if partner is not None:
-        return _run_with_partner(
-            backend, argv, partner, box=box, stdin=stdin, limits=limits, env=env, binds=binds
-        )
-    return _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
+    try:
+        if partner is not None:
+            return _run_with_partner(
+                backend, argv, partner, box=box, stdin=stdin, limits=limits, env=env, binds=binds
+            )
+        return _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
+    finally:
+        if _subreaper:
+            reap_orphans(settle_s=ORPHAN_SETTLE_S)
 
 
 def _run_own(
