@@ -124,8 +124,8 @@ def checks(problems: Problems) -> dict[tuple[str, str], Check]:
     wanted["assert-only", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_ASSERT_ONLY)
     wanted["silence", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_SILENCE)
     wanted["assert-only", "Java/151"] = _request(problems, "Java/151", JAVA_151_ASSERT_ONLY)
-    # A declaration whose types cannot cross (a pointer): the one-process composition.
-    wanted["generic", "cpp"] = CheckRequest(
+    # A declaration whose types cannot cross (a pointer): refused, never one process.
+    wanted["pointer", "cpp"] = CheckRequest(
         language="cpp",
         program="#include <vector>\nint twice(int* x) { return 2 * *x; }\n",
         test="#include <cassert>\nint main() { int v = 3; assert(twice(&v) == 6); }\n",
@@ -197,9 +197,13 @@ def test_rust_50_is_an_environment_error_with_its_reason(checks: dict) -> None:
     assert "rand 0.7" in check.feedback and "gen_range" in check.feedback
 
 
-def test_cpp_program_without_the_common_headers_compiles_as_written(checks: dict) -> None:
-    check = checks["generic", "cpp"]
-    assert check.status == "passed", check.feedback
+def test_a_declaration_whose_types_cannot_cross_is_refused(checks: dict) -> None:
+    """A pointer cannot travel between the test's process and the solution's; with
+    both in one process the program could forge its verdict, so none is given. Before,
+    this check ran in one process and passed."""
+    check = checks["pointer", "cpp"]
+    assert check.status == "environment_error", check
+    assert "cannot cross" in check.feedback and "forge" in check.feedback
 
 
 @pytest.mark.parametrize("language", ["cpp", "go", "java", "rust", "javascript"])
@@ -212,22 +216,9 @@ def test_a_function_test_without_a_trusted_declaration_is_refused(language: str)
 
 
 def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:
-    from codeloop.evaluate.suites import CPP_HELPER
 
-    # The common-header PCH serves the one-process C++ composition, which only a
-    # declaration whose types cannot cross uses (here a pointer): check one such task.
-    prompt = "\n".join([*CPP_HELPER, "#include<assert.h>", "int first(int* xs){"]) + "\n"
-    [check] = check_many(
-        [
-            CheckRequest(
-                language="cpp",
-                program=prompt + "    return xs[0];\n}\n",
-                test="int main(){ int a[] = {3, 4}; assert(first(a) == 3); }\n",
-                prompt=prompt,
-            )
-        ]
-    )
-    assert check.passed, check.feedback
+    # The module's checks ran every language's canonical solutions, C++ included.
+    assert checks["canonical", "CPP/0"].passed
     root = cache_root()
     assert any(root.glob("rust-crates/*/librand-*.rlib"))
     assert any(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))

@@ -264,3 +264,75 @@ def test_a_stop_during_validation_writes_no_batch_and_the_next_call_draws_the_sa
     batch = prepare_batch(session, config, n=45)
     assert batch.folder.name == "batch-000002"
     assert store.read(batch.folder / "tasks.json") == expected
+
+
+def test_function_tasks_a_trivial_program_passes_are_refused(tmp_path: Path) -> None:
+    """The same for function tasks, whose trivial answers run in the sandbox: returning
+    the zero value, the first argument, or a public example's value. Before, all four
+    of these entered the pool (their references pass)."""
+
+    def row(family: str, language: str, prompt: str, body: str, tests: str) -> dict:
+        return {
+            "family": family,
+            "language": language,
+            "kind": "function",
+            "statement": prompt,
+            "function": {"entry_point": "f", "tests": tests},
+            "references": [{"language": language, "code": prompt + body}],
+            "provenance": {
+                "dataset": "own-fixture",
+                "revision": "1",
+                "source_row_sha256": family[-1] * 64,
+                "license": "Apache-2.0",
+            },
+        }
+
+    def python(family: str, doc: str, body: str, asserts: list[str]) -> dict:
+        prompt = f'def f(x):\n    """{doc}"""\n'
+        tests = "def check(f):\n" + "".join(f"    assert {a}\n" for a in asserts) + "check(f)\n"
+        return row(family, "python", prompt, body, tests)
+
+    cpp_prompt = "#include <vector>\nusing namespace std;\nint f(int x){\n"
+    rows = [
+        python("own/nothing-a", "Logs x.", "    print(x)\n", ["f(1) is None", "f(2) is None"]),
+        python("own/same-b", "Returns x.", "    return x\n", ["f(3) == 3", "f('a') == 'a'"]),
+        python(
+            "own/always-c",
+            "Says yes.\n    >>> f(1)\n    'YES'\n    ",
+            "    return 'YES'\n",
+            ["f(2) == 'YES'", "f(7) == 'YES'"],
+        ),
+        python(
+            "own/honest-d",
+            "Adds one.\n    >>> f(1)\n    2\n    ",
+            "    return x + 1\n",
+            ["f(5) == 6", "f(0) == 1"],
+        ),
+        row(
+            "own/cpp-same-e",
+            "cpp",
+            cpp_prompt,
+            "    return x;\n}\n",
+            "#include <cassert>\nint main(){ assert(f(4) == 4); assert(f(9) == 9); }\n",
+        ),
+        row(
+            "own/cpp-honest-f",
+            "cpp",
+            cpp_prompt,
+            "    return 2 * x;\n}\n",
+            "#include <cassert>\nint main(){ assert(f(4) == 8); assert(f(0) == 0); }\n",
+        ),
+    ]
+    path = tmp_path / "trivial.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = session_config([{"kind": "jsonl", "path": str(path)}], languages=["python", "cpp"])
+    batch = prepare_batch(tmp_path / "s", config)
+    reasons = {item["family"]: item["reason"] for item in batch.manifest["dropped"]}
+    assert reasons == {
+        "own/nothing-a": "refused: the empty program passes every hidden case",
+        "own/same-b": "refused: a program that echoes its input passes every hidden case",
+        "own/always-c": "refused: a program returning public example 1's output passes "
+        "every hidden case",
+        "own/cpp-same-e": "refused: a program that echoes its input passes every hidden case",
+    }
+    assert sorted(task.family for task in batch.tasks) == ["own/cpp-honest-f", "own/honest-d"]

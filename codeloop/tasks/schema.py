@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from codeloop.config import LANGUAGES, Language
 from codeloop.store import sha256_json
@@ -129,8 +129,12 @@ class Task(Model):
         """A record without an id (a hand-written JSONL line) gets the derived one."""
         if isinstance(data, dict) and "id" not in data:
             try:
-                data = {**data, "id": task_id(**_content_keys(data))}
-            except (KeyError, TypeError):
+                content = _content_keys(data)
+                if isinstance(content["function"], dict):
+                    # With its defaults filled in, as the id is checked after validation.
+                    content["function"] = FunctionSpec.model_validate(content["function"])
+                data = {**data, "id": task_id(**content)}
+            except (KeyError, TypeError, ValidationError):
                 return data  # missing fields are reported by the field validation
         return data
 

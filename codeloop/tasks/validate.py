@@ -2,10 +2,12 @@
 
 A wrong expected output would punish right answers and teach nothing, so a
 problem enters the pool only if one of its references passes every case (hidden
-and public). A stdio problem whose hidden cases a trivial program passes (one that
+and public). A problem whose hidden cases a trivial program passes (one that
 prints nothing, echoes its input, or prints a public example's output whatever the
-input) would reward an answer that solves nothing, so it is refused; those
-programs' outputs are known without running them, so no sandbox run is needed.
+input) would reward an answer that solves nothing, so it is refused. A stdio
+problem's trivial outputs are known without running anything; a function task's
+trivial programs (`trivial.py`: the zero value, the first argument, a public
+example's value) run in the sandbox beside its references.
 Each problem is checked once, however many languages it is rendered in. A sandbox
 that cannot run at all is an environment error, never a reason to drop a problem:
 the build stops and says so.
@@ -37,19 +39,25 @@ class Verdict:
     """Reference programs run in the sandbox for this problem."""
 
 
-def _requests(problem: Problem, sandbox: SandboxConfig) -> list[Any]:
+def _requests(problem: Problem, sandbox: SandboxConfig) -> tuple[list[Any], list[str]]:
+    """The checks of a problem: its references', then (function tasks with a runnable
+    reference) its trivial programs'; and the trivial programs' names, in order."""
     from codeloop.sandbox import LANGUAGES, CheckRequest
+    from codeloop.tasks.trivial import trivial_programs
 
     task = problem.tasks[0]
     references = [ref for ref in task.references if ref.language in LANGUAGES]
+    programs = [(ref.language, ref.code) for ref in references[:MAX_REFERENCES]]
+    trivial = trivial_programs(task) if programs and task.language in LANGUAGES else {}
+    programs += [(task.language, code) for code in trivial.values()]
     requests = []
-    for reference in references[:MAX_REFERENCES]:
+    for language, code in programs:
         if task.kind == "stdio":
             cases = [case.model_dump() for case in [*task.cases, *task.public_cases]]
             requests.append(
                 CheckRequest(
-                    language=reference.language,
-                    program=reference.code,
+                    language=language,
+                    program=code,
                     cases=cases,
                     checker=task.checker,
                     limits=sandbox.limits,
@@ -59,15 +67,15 @@ def _requests(problem: Problem, sandbox: SandboxConfig) -> list[Any]:
             assert task.function is not None
             requests.append(
                 CheckRequest(
-                    language=reference.language,
-                    program=reference.code,
+                    language=language,
+                    program=code,
                     test=task.function.tests,
                     prompt=task.statement,
                     entry_point=task.function.entry_point,
                     limits=sandbox.limits,
                 )
             )
-    return requests
+    return requests, list(trivial)
 
 
 def validate_problems(
@@ -87,11 +95,13 @@ def validate_problems(
     """
     from codeloop.sandbox import check_many
 
-    plan: list[tuple[int, int]] = []  # (problem index, request count)
+    plan: list[tuple[int, int, list[str]]] = []  # (problem, request count, trivial names)
     requests: list[Any] = []
     for index, problem in enumerate(problems):
-        made = [] if problem.skip_reason or not problem.tasks else _requests(problem, sandbox)
-        plan.append((index, len(made)))
+        made, trivial = (
+            ([], []) if problem.skip_reason or not problem.tasks else _requests(problem, sandbox)
+        )
+        plan.append((index, len(made), trivial))
         requests.extend(made)
     total = len(requests)
     finished = [0]
@@ -110,11 +120,17 @@ def validate_problems(
     )
     verdicts: list[Verdict] = []
     position = 0
-    for index, count in plan:
+    for index, count, trivial in plan:
         problem = problems[index]
         results = checks[position : position + count]
         position += count
-        verdict = _verdict(problem, results)
+        references = results[: count - len(trivial)]
+        passed_trivially = [
+            name
+            for name, check in zip(trivial, results[len(references) :], strict=True)
+            if check.passed
+        ]
+        verdict = _verdict(problem, references, passed_trivially)
         verdicts.append(replace(verdict, checks=count))
     return verdicts
 
@@ -139,12 +155,12 @@ def trivial_pass(task: Any) -> str | None:
     return None
 
 
-def _verdict(problem: Problem, results: Sequence[Any]) -> Verdict:
+def _verdict(problem: Problem, results: Sequence[Any], passed_trivially: Sequence[str]) -> Verdict:
     if problem.skip_reason:
         return Verdict(problem.key, False, False, f"skipped: {problem.skip_reason}")
     if not problem.tasks:
         return Verdict(problem.key, False, False, "skipped: no tasks")
-    trivial = trivial_pass(problem.tasks[0])
+    trivial = trivial_pass(problem.tasks[0]) or next(iter(passed_trivially), None)
     if trivial is not None:
         return Verdict(problem.key, False, False, f"refused: {trivial} passes every hidden case")
     if not results:

@@ -12,7 +12,7 @@ The two are compiled separately, so no macro, `#define __assert_fail`, renamed
 bool, integers, floating point, string, vector, list, map, pair, and `boost::any`
 holding one of the scalar types or a string (its exact type travels with it).
 Typedefs of the prompt (`typedef std::list<boost::any> list_any;`) are followed.
-Entry points with other types (pointers, classes) keep the one-process composition.
+Entry points with other types (pointers, classes) are refused: no verdict is given.
 """
 
 from __future__ import annotations

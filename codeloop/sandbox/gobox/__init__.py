@@ -9,7 +9,7 @@ trusted prompt, a proxy with the entry point's declared signature, the test, and
 passed. No `PASS` printed by the solution, `syscall.Exit`, `TestMain` of its own or
 patched package state reaches the test binary. Signatures with types that cannot
 cross as plain values (error and other non-empty interfaces, func, chan, structs,
-pointers, variadics) keep the one-process composition.
+pointers, variadics) are refused: no verdict is given.
 """
 
 from __future__ import annotations

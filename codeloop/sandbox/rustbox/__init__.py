@@ -21,7 +21,7 @@ without bounds, tuple or unit variants whose fields are its type parameters or t
 that cross. The test's crate gets a copy rebuilt from those checked parts (never the
 solution's text), so its derived `PartialEq` is the compiler's, and both sides get
 generated codecs. Other types (structs, enums with impls of their own that matter,
-trait objects other than `dyn Any`) keep the one-process composition.
+trait objects other than `dyn Any`) are refused: no verdict is given.
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ def signatures(
 ) -> tuple[list[Signature], int] | None:
     """The functions the test process reaches through proxies, and the offset of the
     prompt's open function; None when that function's types cannot cross (then the
-    one-process composition is used: a decision made on trusted text only).
+    check is refused: a decision made on trusted text only).
 
     First the function the trusted prompt leaves open. Then every function the
     program defines and the test calls that the prompt does not declare (HumanEval-X
