@@ -3,18 +3,14 @@
 It re-verifies saved generations with today's sandbox, and makes the loop's tests
 deterministic without a model. Lines are `{"task_id", "attempt", "answer"}`,
 where attempt is `greedy`, `correction` or `sample-N`. A request with no saved
-answer is an error naming its key, never an invented empty answer.
-
-With CODELOOP_REPLAY_CALL_LOG set to a file, every call is appended to it as
-`ADAPTER_SHA256:KEY` lines (`none` for the base model; written before the answers
-are returned), so a test can prove that a resumed run never asks the model again
-for an answer it had already saved.
+answer is an error naming its key, never an invented empty answer. (The loop's
+call log, which proves a resumed run never asks again, is kept by the collector
+for every engine: `loop/collect.py`, CODELOOP_CALL_LOG.)
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +18,6 @@ from codeloop.config import EngineConfig
 from codeloop.engines.base import Completion, Conversation
 from codeloop.errors import EngineError
 from codeloop.store import sha256_file
-
-CALL_LOG_ENV = "CODELOOP_REPLAY_CALL_LOG"
 
 
 class ReplayEngine:
@@ -70,11 +64,6 @@ class ReplayEngine:
         missing = [key for key in keys if key not in answers]
         if missing:
             raise EngineError(f"{self.path}: no saved answer for {', '.join(missing[:5])}")
-        log = os.environ.get(CALL_LOG_ENV)
-        if log:
-            with open(log, "a", encoding="utf-8") as handle:
-                adapter = self.adapter_hash or "none"
-                handle.write("".join(f"{adapter}:{key}\n" for key in keys))
         return [[Completion(text=answers[key], tokens=len(answers[key].split()))] for key in keys]
 
     def load_adapter(self, path: str | Path | None) -> None:

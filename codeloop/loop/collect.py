@@ -16,10 +16,16 @@ are kept for the next run.
 
 Tasks go in chunks of `engine.batch_size`, so that the engine can batch them and
 the sandbox can check a chunk in parallel.
+
+With CODELOOP_CALL_LOG set to a file, every answer asked of the engine (whatever its
+kind) is appended to it as an `ADAPTER_SHA256:TASK_ID:ATTEMPT` line (`none` for the
+base model) before the engine is called, so the chaos test and bench can prove
+that a resumed run never asks the model again for an answer it had saved.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,6 +40,16 @@ from codeloop.loop.answer_cache import AnswerCache, answer_key, engine_key
 from codeloop.loop.common import Paused, Round
 from codeloop.sandbox import Check, CheckRequest, Interrupted
 from codeloop.tasks.schema import Task
+
+CALL_LOG_ENV = "CODELOOP_CALL_LOG"
+
+
+def _log_calls(adapter: str | None, keys: list[str]) -> None:
+    """Append the answers about to be asked of the engine to $CODELOOP_CALL_LOG."""
+    log = os.environ.get(CALL_LOG_ENV)
+    if log:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write("".join(f"{adapter or 'none'}:{key}\n" for key in keys))
 
 
 def request(task: Task, program: str, r: Round, public: bool = False) -> CheckRequest:
@@ -139,6 +155,7 @@ class Collector:
         fresh: dict[str, str] = {}
         if ask:
             self.r.check_stop()
+            _log_calls(adapter, [f"{task.id}:{attempt}" for (task, attempt), _key in ask])
             results = self.engine.generate(
                 [conversation(task) for (task, _a), _key in ask],
                 max_tokens=self.r.config.engine.max_tokens,
