@@ -23,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results import record
 
+from codeloop.config import SandboxConfig
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import HUMANEVAL_X_FILES, language_of
-from codeloop.sandbox import CheckRequest, check_many
+from codeloop.evaluate.tasks import request
+from codeloop.sandbox import check_many
 from codeloop.tasks.schema import Provenance
 from codeloop.tasks.sources.humaneval_x import problem_of
 from codeloop.tasks.trivial import trivial_programs
@@ -51,17 +53,8 @@ def main() -> None:
         language = language_of(task_id)
         if language in languages:
             task = problem_of(language, row, provenance).tasks[0]
-            assert task.function is not None
             for kind, program in trivial_programs(task).items():
-                requests.append(
-                    CheckRequest(
-                        language=language,
-                        program=program,
-                        test=task.function.tests,
-                        prompt=task.statement,
-                        entry_point=task.function.entry_point,
-                    )
-                )
+                requests.append(request(task, program, SandboxConfig()))
                 names.append((language, task_id, re.sub(r"example \d+", "example N", kind)))
     started = time.monotonic()
     checks = check_many(requests, workers=args.workers)

@@ -42,39 +42,29 @@ class Verdict:
 def _requests(problem: Problem, sandbox: SandboxConfig) -> tuple[list[Any], list[str]]:
     """The checks of a problem: its references', then (function tasks with a runnable
     reference) its trivial programs'; and the trivial programs' names, in order."""
+    from codeloop.evaluate.tasks import request
     from codeloop.sandbox import LANGUAGES, CheckRequest
     from codeloop.tasks.trivial import trivial_programs
 
     task = problem.tasks[0]
     references = [ref for ref in task.references if ref.language in LANGUAGES]
-    programs = [(ref.language, ref.code) for ref in references[:MAX_REFERENCES]]
-    trivial = trivial_programs(task) if programs and task.language in LANGUAGES else {}
-    programs += [(task.language, code) for code in trivial.values()]
     requests = []
-    for language, code in programs:
+    for reference in references[:MAX_REFERENCES]:
         if task.kind == "stdio":
             cases = [case.model_dump() for case in [*task.cases, *task.public_cases]]
             requests.append(
                 CheckRequest(
-                    language=language,
-                    program=code,
+                    language=reference.language,
+                    program=reference.code,
                     cases=cases,
                     checker=task.checker,
                     limits=sandbox.limits,
                 )
             )
         else:
-            assert task.function is not None
-            requests.append(
-                CheckRequest(
-                    language=language,
-                    program=code,
-                    test=task.function.tests,
-                    prompt=task.statement,
-                    entry_point=task.function.entry_point,
-                    limits=sandbox.limits,
-                )
-            )
+            requests.append(request(task, reference.code, sandbox))
+    trivial = trivial_programs(task) if requests and task.language in LANGUAGES else {}
+    requests += [request(task, code, sandbox) for code in trivial.values()]
     return requests, list(trivial)
 
 
