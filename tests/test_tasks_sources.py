@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,6 +175,37 @@ def test_humaneval_x_source_reads_the_shipped_copy_by_default() -> None:
     assert len(problems) == 6 * 164
     assert len({p.family for p in problems}) == 164
     assert source.manifest()["revision"].startswith("sha256:")
+
+
+def _crosses(task: Any) -> bool:
+    """Whether the sandbox finds a signature for the task's entry point that can cross."""
+    from codeloop.sandbox import cppbox, gobox, javabox, rustbox
+    from codeloop.sandbox.function_tests import _javascript_entry
+
+    prompt, entry = task.statement, task.function.entry_point
+    if task.language == "javascript":
+        return _javascript_entry(prompt) == entry
+    if task.language == "rust":
+        found = rustbox.signatures(prompt, entry, task.references[0].code, task.function.tests)
+        return found is not None
+    box = {"java": javabox, "cpp": cppbox, "go": gobox}[task.language]
+    return box.signature(prompt, entry) is not None
+
+
+def test_humaneval_x_tasks_name_an_entry_point_the_sandbox_can_check_apart() -> None:
+    """Every HumanEval-X task of the source names the function its prompt leaves open,
+    with a signature whose values can cross between the test's process and the
+    solution's; otherwise the sandbox refuses the check. Before, Java/162 (`throws`)
+    got its task id as the entry point and CPP/38 a `for` loop of its helper."""
+    config = HumanEvalXSource(kind="humaneval-x")
+    languages = ["javascript", "java", "cpp", "go", "rust"]
+    problems = open_source(config, seed=1, languages=languages).problems()
+    refused = [
+        f"{p.key} ({p.tasks[0].function.entry_point})"  # type: ignore[union-attr]
+        for p in problems
+        if not _crosses(p.tasks[0])
+    ]
+    assert refused == []
 
 
 def test_humaneval_from_the_installed_package() -> None:

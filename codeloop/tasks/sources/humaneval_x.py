@@ -49,7 +49,13 @@ def _entry_point(language: str, row: dict[str, Any]) -> str:
         "rust": r"fn\s+(\w+)\s*[<(]",
         "go": r"func\s+(\w+)\s*\(",
     }
-    pattern = patterns.get(language, r"(\w+)\s*\([^()]*\)\s*\{\s*$")
+    # C++ and Java: the name before the last open parameter list (Java may add `throws`),
+    # never a loop or branch of a helper's body (CPP/38's declaration has a `for` loop).
+    pattern = patterns.get(
+        language,
+        r"\b(?!(?:for|while|if|switch|catch)\b)(\w+)\s*\([^()]*\)\s*"
+        r"(?:throws\s+[\w.,\s]+?)?\{\s*$",
+    )
     found = re.findall(pattern, row.get("declaration") or row["prompt"], flags=re.MULTILINE)
     if not found:
         return row["task_id"]
