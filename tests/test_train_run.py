@@ -169,7 +169,11 @@ def test_a_run_killed_by_sigkill_resumes_to_the_same_weights(
     latest = checkpoints.latest_complete(output)
     assert latest is not None and 4 <= latest[1]["step"] < STEPS
     halfway = weights(latest[0])
+    stale = output / ".adapter-killed"  # as a kill while the adapter was written leaves it
+    stale.mkdir()
+    (stale / "adapter_config.json").write_text("{}")
     outcome = run(request(world, output, resume=True))
+    assert not stale.exists()
     assert outcome.status == "completed" and outcome.steps == STEPS
     report = store.read(output / "training.json")
     final = weights(output)

@@ -17,6 +17,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import tempfile
 import threading
 import time
@@ -359,6 +360,9 @@ def _stable_config(data: bytes) -> bytes:
 
 def _save_adapter(model: Any, output: Path, report: dict[str, Any]) -> None:
     """Write the adapter files atomically, then `training.json` last (it marks completion)."""
+    for stale in output.glob(".adapter-*"):
+        # What a run killed while writing left behind; it would sit beside the adapter.
+        shutil.rmtree(stale, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=".adapter-", dir=output) as temp:
         model.save_pretrained(temp)
         for path in sorted(Path(temp).iterdir()):
