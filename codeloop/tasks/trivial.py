@@ -133,11 +133,15 @@ def _cpp(prompt: str, function: Any) -> dict[str, str]:
     return found
 
 
+def _first_parameter(prompt: str, at: int) -> str:
+    """The open function's first parameter as written (type and name), from its line."""
+    params = prompt[at:].split("(", 1)[1].rsplit(")", 1)[0]
+    return split_top_level(params)[0]
+
+
 def _cpp_parameter_name(prompt: str, sig: tuple) -> str | None:
     """The name the prompt gives the open function's first parameter."""
-    params = prompt[sig[3] :].split("(", 1)[1].rsplit(")", 1)[0]
-    first = split_top_level(params)[0]
-    words = re.findall(r"[A-Za-z_]\w*", first)
+    words = re.findall(r"[A-Za-z_]\w*", _first_parameter(prompt, sig[3]))
     return words[-1] if len(words) >= 2 else None
 
 
@@ -151,8 +155,7 @@ def _java(prompt: str, function: Any) -> dict[str, str]:
     zero = "" if result == "void" else " " + _JAVA_ZERO.get(result, "null")
     found = {"the empty program": head + f"        return{zero};\n" + tail}
     if kinds and kinds[0].strip() == result:
-        params = prompt[at:].split("(", 1)[1].rsplit(")", 1)[0]
-        first = split_top_level(params)[0].split()[-1]
+        first = _first_parameter(prompt, at).split()[-1]
         found["a program that echoes its input"] = head + f"        return {first};\n" + tail
     return found
 
