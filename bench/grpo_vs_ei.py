@@ -94,7 +94,8 @@ def main() -> None:
     model = str(hf_folder(resolve(config.engine.model)))
     started = time.monotonic()
     if (out / "grpo.json").exists():  # trained by an earlier run of this script
-        report, grpo_seconds = store.read(out / "grpo.json"), float("nan")
+        report = store.read(out / "grpo.json")
+        grpo_seconds = float(report.get("step_seconds", "nan"))
     else:
         report = grpo.train(
             config,
@@ -110,6 +111,10 @@ def main() -> None:
             resume=any(out.glob("checkpoint-*")),
         )
         grpo_seconds = time.monotonic() - started
+        if report.get("step_seconds") and grpo_seconds < report["step_seconds"]:
+            # resumed from a checkpoint: this run's time is only part of it, and TRL's
+            # per-step times (restored with the checkpoint) cover every step
+            grpo_seconds = report["step_seconds"]
 
     languages = list(config.tasks.languages)
     fixed = [Task.model_validate(t) for t in store.read(session / "development.json")["tasks"]]

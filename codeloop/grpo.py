@@ -131,6 +131,11 @@ def train(
     report = {
         "steps": trainer.state.global_step,
         "rewards": rewards,
+        # TRL's per-step wall times, restored with the state: the training time of every
+        # step, across resumed runs too
+        "step_seconds": round(
+            sum(float(entry.get("step_time", 0.0)) for entry in trainer.state.log_history), 1
+        ),
         "tasks": len(rows),
         "num_generations": num_generations,
         "prompts_per_step": prompts_per_step,
