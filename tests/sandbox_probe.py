@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from codeloop.sandbox import warm
 from codeloop.sandbox.harness import COMPILE_UID, RUN_UID_BASE, RUN_UID_SLOTS
 
 
@@ -24,13 +25,44 @@ def processes() -> dict[int, tuple[int, str]]:
     return found
 
 
+def namespace_depth(pid: int) -> int:
+    """How many pid namespaces deep a process is (1: the machine's own)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    line = next((line for line in status.splitlines() if line.startswith("NSpid:")), "")
+    return len(line.split()) - 1
+
+
+def warm_host(pid: int, cmdline: str) -> bool:
+    """A worker's warm Python sandbox itself (its bwrap, zygote and the check process it
+    made ahead), which lives as long as its worker: trusted code, never a check.
+
+    Every process of a check is one pid namespace deeper than the zygote; the one made
+    ahead is that deep too, but waits under its own name until its check arrives (a
+    program could take that name, but not outlive its pid 1: this helper only looks).
+    """
+    if f"/{warm.ZYGOTE} " not in cmdline:
+        return False
+    depth = namespace_depth(pid)
+    if 0 < depth <= 2:
+        return True
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return False
+    return depth == 3 and name == warm.READY_NAME
+
+
 def sandbox_processes() -> list[tuple[int, str]]:
     """Processes still running as a sandbox uid, or with a sandbox command line."""
     sandbox_uids = set(range(RUN_UID_BASE, RUN_UID_BASE + RUN_UID_SLOTS)) | {COMPILE_UID}
     return [
         (pid, cmdline)
         for pid, (uid, cmdline) in processes().items()
-        if (os.geteuid() == 0 and uid in sandbox_uids) or cmdline.startswith("/usr/bin/bwrap")
+        if ((os.geteuid() == 0 and uid in sandbox_uids) or cmdline.startswith("/usr/bin/bwrap"))
+        and not warm_host(pid, cmdline)
     ]
 
 

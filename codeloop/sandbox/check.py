@@ -24,6 +24,8 @@ from codeloop.sandbox import harness
 from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
 from codeloop.sandbox.function_tests import TestBuild, TestContext, compose
 from codeloop.sandbox.languages import Language, get, toolchain_version
+from codeloop.sandbox.warm import WarmPython
+from codeloop.sandbox.warm import enabled as warm_enabled
 
 Status = Literal[
     "passed",
@@ -266,9 +268,23 @@ class Sandbox:
         self._canary_passed: dict[str, float] = {}
         self._gocache: Path | None = None
         self._pch: Path | None = None
+        warm = warm_enabled() and self.backend.name == "bwrap"
+        self.warm = WarmPython(self.backend) if warm else None
+        """The worker's warm Python sandbox (None: every check starts a cold one)."""
+
+    def close(self) -> None:
+        """Stop the warm sandbox and remove its cgroups (the worker is done)."""
+        if self.warm is not None:
+            self.warm.stop()
 
     def describe(self) -> str:
-        return self.backend.describe()
+        text = self.backend.describe()
+        if self.warm is not None:
+            if not self.warm.problem:
+                self.warm.problem = self.warm.start()  # said only once it has started
+            state = f"off ({self.warm.problem})" if self.warm.problem else "on"
+            text += f"; warm Python sandbox: {state}"
+        return text
 
     def _limits(self, language: Language, limits: SandboxLimits) -> harness.RunLimits:
         return harness.RunLimits(
@@ -516,6 +532,9 @@ class Sandbox:
             )
         except ValueError as error:
             return self._failed("environment_error", str(error))
+        run = self._run_warm(language, build, limits)
+        if run is not None:
+            return self._test_verdict(language, build, run, 0.0)
         box = harness.prepare_box(self.scratch, self.backend.compile_uid)
         try:
             for name, data in build.files.items():
@@ -541,6 +560,30 @@ class Sandbox:
             )
         finally:
             harness.remove_box(box)
+        return self._test_verdict(language, build, run, compile_ms)
+
+    def _run_warm(
+        self, language: Language, build: TestBuild, limits: SandboxLimits
+    ) -> harness.RunResult | None:
+        """A Python function test in the worker's warm sandbox; None: run it cold.
+
+        A warm sandbox that cannot run here (or broke) is switched off for this worker
+        with its reason in `describe()`, and the check runs cold: only slower.
+        """
+        if self.warm is None or self.warm.problem or language.name != "python":
+            return None
+        program = build.files[language.source]
+        run = self.warm.check(program, build.stdin, self._limits(language, limits))
+        if run.setup_error is None:
+            return run
+        self.warm.problem = run.setup_error
+        self.warm.stop()
+        return None
+
+    def _test_verdict(
+        self, language: Language, build: TestBuild, run: harness.RunResult, compile_ms: float
+    ) -> Check:
+        """The verdict of a composed test program's run."""
         status = _run_status(language, run)
         stderr = _decode(run.stderr)
         syntax = build.syntax_exit is not None and run.exit_code == build.syntax_exit

@@ -29,7 +29,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeloop.sandbox import seccomp
@@ -96,6 +96,9 @@ class RunResult:
     cpu_limited: bool = False
     """The command used its whole CPU-time limit (so a SIGXCPU/SIGKILL came from the
     limit, not from the program signalling itself or exiting 128 + N)."""
+    phases_ms: dict[str, float] = field(default_factory=dict)
+    """Where the time went, where the runner measures it (the warm sandbox: setup,
+    program, clean-up); for benches."""
 
 
 @dataclass
@@ -163,13 +166,43 @@ def become_subreaper() -> None:
         _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
+_long_lived: set[int] = set()
+"""Children of this worker that outlive runs (its warm sandbox): never waited for."""
+
+
+def keep_child(pid: int, kept: bool = True) -> None:
+    """Tell `reap_orphans` that child `pid` lives on between runs (or no longer does)."""
+    if kept:
+        _long_lived.add(pid)
+    else:
+        _long_lived.discard(pid)
+
+
+def _children() -> set[int]:
+    """This process's children, from /proc (the kernel here may not list them per task)."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me:
+            found.add(int(entry))
+    return found
+
+
 def reap_orphans(settle_s: float = 0.0) -> None:
     """Collect every exited child (adopted orphans included).
 
     `settle_s` > 0: also wait up to that long for children that are still exiting.
     A killed sandbox's pid-1 leaves its cgroup before it has reaped its namespace and
     become our zombie, so a reap that never blocks can miss it; it would then stay a
-    zombie under a sandbox uid until the next run.
+    zombie under a sandbox uid until the next run. Long-lived children (`keep_child`)
+    are not waited for.
     """
     deadline = time.monotonic() + settle_s
     while True:
@@ -180,11 +213,13 @@ def reap_orphans(settle_s: float = 0.0) -> None:
         if pid == 0:
             if time.monotonic() >= deadline:
                 return
+            if _long_lived and _children() <= _long_lived:
+                return
             time.sleep(0.002)
 
 
-def _bind_args(
-    box: Path,
+def bind_args(
+    box: Path | None,
     writable: bool,
     limits: RunLimits,
     binds: Sequence[tuple[str, str, bool]],
@@ -215,7 +250,10 @@ def _bind_args(
     args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp"]
     # /dev/shm is writable to everyone: sized like /tmp, not left to the kernel default.
     args += ["--size", size, "--tmpfs", "/dev/shm"]
-    args += ["--bind" if writable else "--ro-bind", str(box), BOX]
+    if box is None:  # the warm sandbox: each check mounts its own /box
+        args += ["--dir", BOX]
+    else:
+        args += ["--bind" if writable else "--ro-bind", str(box), BOX]
     args += ["--size", size, "--tmpfs", "/work"]
     for source, target, rw in binds:
         args += ["--bind" if rw else "--ro-bind", source, target]
@@ -240,7 +278,7 @@ def cpu_limit_s(limits: RunLimits) -> int:
     return max(1, int(limits.cpu_s + 0.999))
 
 
-def _child_setup(
+def child_setup(
     procs_files: list[str],
     limits: RunLimits,
     uid: int | None,
@@ -309,12 +347,15 @@ def run(
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
+    result = None
     try:
         if partner is not None:
-            return _run_with_partner(
+            result = _run_with_partner(
                 backend, argv, partner, box=box, stdin=stdin, limits=limits, env=env, binds=binds
             )
-        return _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
+        else:
+            result = _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
+        return result
     finally:
         if _subreaper:
             reap_orphans(settle_s=ORPHAN_SETTLE_S)
@@ -336,7 +377,7 @@ def _run_own(
     uid = backend.compile_uid if compile_step else backend.run_uid
     cwd = BOX if compile_step else "/work"
     if backend.name == "bwrap":
-        command = [*_bind_args(box, compile_step, limits, binds, full_env, cwd), *argv]
+        command = [*bind_args(box, compile_step, limits, binds, full_env, cwd), *argv]
         popen_env: dict[str, str] = {}
         popen_cwd = "/"
     else:
@@ -402,7 +443,7 @@ def _run_with_partner(
     theirs = {"requests": str(requests_read), "replies": str(replies_write)}
     full_env = _base_env(env or {})
     command = [
-        *_bind_args(box, False, limits, binds, full_env, "/work"),
+        *bind_args(box, False, limits, binds, full_env, "/work"),
         *[part.format(**theirs) for part in partner],
     ]
     filter_args, filter_fds = _seccomp_args()
@@ -425,7 +466,7 @@ def _run_with_partner(
                     env={},
                     close_fds=True,
                     pass_fds=passed,
-                    preexec_fn=lambda: _child_setup(
+                    preexec_fn=lambda: child_setup(
                         procs, limits, backend.partner_uid, 0o022, capped, pin
                     ),
                 )
@@ -509,7 +550,7 @@ def _supervise(
                 cwd=cwd,
                 close_fds=True,
                 pass_fds=pass_fds,
-                preexec_fn=lambda: _child_setup(procs, limits, uid, 0o022, capped, cpu),
+                preexec_fn=lambda: child_setup(procs, limits, uid, 0o022, capped, cpu),
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
@@ -535,15 +576,73 @@ def _closing(fds: tuple[int, ...]) -> Iterator[None]:
 def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits) -> RunResult:
     """Read stdout and stderr until exit, the deadline, or the output cap; then reap."""
     assert process.stdout is not None and process.stderr is not None
-    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        output = collect_output(
+            process.stdout.fileno(), process.stderr.fileno(), pidfd, started, limits
+        )
+    finally:
+        os.close(pidfd)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    _pid, status, usage = os.wait4(process.pid, 0)
+    process.returncode = code = os.waitstatus_to_exitcode(status)
+    wall_ms = (time.monotonic() - started) * 1000
+    process.stdout.close()
+    process.stderr.close()
+    # wait4 reports the sandbox's pid 1 with the descendants it reaped.
+    cpu_s = usage.ru_utime + usage.ru_stime
+    return finished_run(code, output, wall_ms, usage.ru_maxrss, cpu_s, limits)
+
+
+def finished_run(
+    code: int,
+    output: Output,
+    wall_ms: float,
+    maxrss_kib: int,
+    cpu_s: float,
+    limits: RunLimits,
+    phases_ms: dict[str, float] | None = None,
+) -> RunResult:
+    """The RunResult of a run that ended with `code` (negative: killed by that signal)."""
+    return RunResult(
+        exit_code=code if code >= 0 else None,
+        signal=-code if code < 0 else None,
+        stdout=output.stdout,
+        stderr=output.stderr,
+        wall_ms=wall_ms,
+        timed_out=output.timed_out,
+        output_exceeded=output.exceeded,
+        peak_memory_kib=maxrss_kib or None,
+        cpu_limited=cpu_s >= cpu_limit_s(limits) - 0.05,
+        phases_ms=phases_ms or {},
+    )
+
+
+@dataclass
+class Output:
+    """What a run printed (capped), and whether it was cut short."""
+
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    exceeded: bool
+
+
+def collect_output(
+    out_fd: int, err_fd: int, exit_fd: int, started: float, limits: RunLimits
+) -> Output:
+    """Read two pipes until `exit_fd` (a pidfd) signals exit, the deadline, or the cap.
+
+    The caller kills the run afterwards: a timeout or an overflow returns at once.
+    """
     buffers = {out_fd: bytearray(), err_fd: bytearray()}
     open_pipes = {out_fd, err_fd}
     selector = selectors.DefaultSelector()
     for fd in open_pipes:
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ)
-    pidfd = os.pidfd_open(process.pid)
-    selector.register(pidfd, selectors.EVENT_READ)
+    selector.register(exit_fd, selectors.EVENT_READ)
     deadline = started + limits.wall_s
     drain_until = deadline
     timed_out = exceeded = exited = False
@@ -557,11 +656,11 @@ def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits)
             if exited and (not open_pipes or now >= drain_until):
                 break
             for key, _events in selector.select(timeout=max(0.0, drain_until - now)):
-                if key.fd == pidfd:
+                if key.fd == exit_fd:
                     # Whatever still holds the pipes open gets a moment to flush, no more.
                     exited = True
                     drain_until = min(deadline, time.monotonic() + 0.2)
-                    selector.unregister(pidfd)
+                    selector.unregister(exit_fd)
                     continue
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
@@ -574,26 +673,7 @@ def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits)
                 exceeded = total > limits.output_bytes
     finally:
         selector.close()
-        os.close(pidfd)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    _pid, status, usage = os.wait4(process.pid, 0)
-    process.returncode = code = os.waitstatus_to_exitcode(status)
-    wall_ms = (time.monotonic() - started) * 1000
-    process.stdout.close()
-    process.stderr.close()
-    return RunResult(
-        exit_code=code if code >= 0 else None,
-        signal=-code if code < 0 else None,
-        stdout=bytes(buffers[out_fd]),
-        stderr=bytes(buffers[err_fd]),
-        wall_ms=wall_ms,
-        timed_out=timed_out,
-        output_exceeded=exceeded,
-        peak_memory_kib=usage.ru_maxrss or None,
-        # wait4 reports the sandbox's pid 1 with the descendants it reaped.
-        cpu_limited=usage.ru_utime + usage.ru_stime >= cpu_limit_s(limits) - 0.05,
-    )
+    return Output(bytes(buffers[out_fd]), bytes(buffers[err_fd]), timed_out, exceeded)
 
 
 def prepare_box(parent: Path, owner: int | None) -> Path:

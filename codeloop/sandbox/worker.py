@@ -35,6 +35,7 @@ def serve(backend: str, index: int) -> None:
                 answer = {"check": failed.model_dump(mode="json")}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
+    sandbox.close()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@
 stdin: one JSON line {"nonce", "prompt", "test", "entry_point"}. The nonce is printed
 after the whole test ran; the solution can neither read it (it was never in a file,
 and this process is not dumpable) nor stop this process from printing something else.
+
+Run as a script (a cold sandbox: the solution's process is a fresh interpreter) or by
+`main(forked=True)` in the warm sandbox, where the solution's process is forked from
+this one before it reads its stdin, so the fork holds nothing secret.
 """
 
 import builtins
@@ -15,100 +19,156 @@ import sys
 import traceback
 
 import _codeloop_codec as codec
+import _codeloop_server as server
 
 PR_SET_DUMPABLE = 4
-
-setup = json.loads(sys.stdin.readline())
-sys.stdin.close()
-if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-    sys.exit("codeloop driver: could not make the test process non-dumpable")
-
-request_read, request_write = os.pipe()
-reply_read, reply_write = os.pipe()
-server = subprocess.Popen(
-    [
-        sys.executable,
-        "-S",
-        "-E",
-        "-B",
-        "/box/_codeloop_server.py",
-        str(request_read),
-        str(reply_write),
-    ],
-    stdin=subprocess.DEVNULL,
-    stdout=2,
-    stderr=2,
-    pass_fds=(request_read, reply_write),
-    close_fds=True,
-)
-os.close(request_read)
-os.close(reply_write)
-requests = os.fdopen(request_write, "wb")
-replies = os.fdopen(reply_read, "rb")
 
 
 class SolutionEnded(Exception):
     """The solution's process stopped answering (it exited or was killed)."""
 
 
-def receive():
-    message = codec.read(replies)
-    if message is None:
-        raise SolutionEnded("the solution's process ended before answering")
-    if type(message) is not dict:
-        raise ValueError("malformed reply")
-    return message
+class _Solution:
+    """The solution's process and our ends of its two pipes."""
 
-
-def proxy(name):
-    def call(*args, **kwargs):
-        try:
-            codec.write(
-                requests,
-                {"call": name, "args": codec.encode(list(args)), "kwargs": codec.encode(kwargs)},
+    def __init__(self, forked):
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        if forked:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(request_write)
+                    os.close(reply_read)
+                    null = os.open("/dev/null", os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.close(null)
+                    server.serve(request_read, reply_write)
+                finally:
+                    os._exit(1)
+            self.pid = pid
+        else:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-S",
+                    "-E",
+                    "-B",
+                    "/box/_codeloop_server.py",
+                    str(request_read),
+                    str(reply_write),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=2,
+                stderr=2,
+                pass_fds=(request_read, reply_write),
+                close_fds=True,
             )
-        except BrokenPipeError:
-            raise SolutionEnded("the solution's process ended") from None
-        reply = receive()
-        if "value" in reply:
-            return codec.decode(reply["value"])
-        error = getattr(builtins, str(reply.get("raise")), None)
-        if not (isinstance(error, type) and issubclass(error, Exception)):
-            error = RuntimeError
-        raise error(str(reply.get("message", "")))
+            self.pid = self.process.pid
+        os.close(request_read)
+        os.close(reply_write)
+        self.requests = os.fdopen(request_write, "wb")
+        self.replies = os.fdopen(reply_read, "rb")
 
-    call.__name__ = call.__qualname__ = name
-    return call
+    def kill(self):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, 9)
+        self.wait()
+
+    def wait(self):
+        """The solution process's exit status (after it ended)."""
+        try:
+            _pid, status = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return None
+        return os.waitstatus_to_exitcode(status)
+
+    def receive(self):
+        message = codec.read(self.replies)
+        if message is None:
+            raise SolutionEnded("the solution's process ended before answering")
+        if type(message) is not dict:
+            raise ValueError("malformed reply")
+        return message
+
+    def proxy(self, name):
+        def call(*args, **kwargs):
+            try:
+                codec.write(
+                    self.requests,
+                    {
+                        "call": name,
+                        "args": codec.encode(list(args)),
+                        "kwargs": codec.encode(kwargs),
+                    },
+                )
+            except BrokenPipeError:
+                raise SolutionEnded("the solution's process ended") from None
+            reply = self.receive()
+            if "value" in reply:
+                return codec.decode(reply["value"])
+            error = getattr(builtins, str(reply.get("raise")), None)
+            if not (isinstance(error, type) and issubclass(error, Exception)):
+                error = RuntimeError
+            raise error(str(reply.get("message", "")))
+
+        call.__name__ = call.__qualname__ = name
+        return call
 
 
-try:
-    ready = receive()
-    names = ready.get("ready")
-    if type(names) is not list:
-        raise ValueError("malformed handshake")
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
-    if setup.get("prompt"):
-        # A prompt that is not runnable code: the test must do without its helpers.
-        with contextlib.suppress(Exception):
-            exec(compile(setup["prompt"], "<prompt>", "exec"), namespace)
-    entry = setup.get("entry_point")
-    if entry:
-        namespace[entry] = proxy(entry)
-    else:
-        # No named entry point: the solution's functions the test may call, but never
-        # one that would shadow a builtin the test relies on (abs, len, sorted, ...).
-        for name in names:
-            if type(name) is str and name not in namespace and not hasattr(builtins, name):
-                namespace[name] = proxy(name)
-    exec(compile(setup["test"], "<test>", "exec"), namespace)
-except SolutionEnded as error:
-    server.wait()
-    sys.stderr.write(f"{error} (exit status {server.returncode})\n")
-    sys.exit(1)
-except BaseException:
-    server.kill()
-    traceback.print_exc()
-    sys.exit(1)
-server.kill()
-sys.stdout.write("\n" + setup["nonce"] + "\n")
-sys.stdout.flush()
+def preload():
+    """What the warm sandbox imports once (the driver's own modules are imported above)."""
+
+
+def main(forked=False):
+    """Run the test against the solution; the exit code (0 only after the nonce)."""
+    # Non-dumpable before anything else: the solution (same uid) can then neither ptrace
+    # this process nor read its memory through /proc, not even the forked solution,
+    # which starts after this line and before the nonce is read.
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        sys.stderr.write("codeloop driver: could not make the test process non-dumpable\n")
+        return 1
+    solution = _Solution(forked) if forked else None
+    setup = json.loads(sys.stdin.readline())
+    sys.stdin.close()
+    try:
+        if solution is None:
+            solution = _Solution(False)
+        ready = solution.receive()
+        names = ready.get("ready")
+        if type(names) is not list:
+            raise ValueError("malformed handshake")
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
+        if setup.get("prompt"):
+            # A prompt that is not runnable code: the test must do without its helpers.
+            with contextlib.suppress(Exception):
+                exec(compile(setup["prompt"], "<prompt>", "exec"), namespace)
+        entry = setup.get("entry_point")
+        if entry:
+            namespace[entry] = solution.proxy(entry)
+        else:
+            # No named entry point: the solution's functions the test may call, but never
+            # one that would shadow a builtin the test relies on (abs, len, sorted, ...).
+            for name in names:
+                if type(name) is str and name not in namespace and not hasattr(builtins, name):
+                    namespace[name] = solution.proxy(name)
+        exec(compile(setup["test"], "<test>", "exec"), namespace)
+    except SolutionEnded as error:
+        status = solution.wait()
+        sys.stderr.write(f"{error} (exit status {status})\n")
+        sys.stderr.flush()
+        return 1
+    except BaseException:
+        if solution is not None:
+            solution.kill()
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 1
+    solution.kill()
+    sys.stdout.write("\n" + setup["nonce"] + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

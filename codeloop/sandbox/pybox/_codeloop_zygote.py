@@ -1,0 +1,282 @@
+"""A warm Python sandbox: forks one fresh, isolated process tree per check (inside bwrap).
+
+Runs as the worker's sandbox uid inside a long-lived bubblewrap sandbox (no network,
+own pid space, read-only system folders) and only ever runs this trusted code: it has
+imported the test driver, the solution server and the codec once, so a check costs a
+fork instead of two interpreter starts and a bubblewrap setup.
+
+For each check (see `codeloop/sandbox/warm.py`), made ahead while the previous one runs:
+  zygote --fork--> C: on "prepare" (the check's report socket and cgroup.procs fds on
+                      the control socket): unshare a new user, mount, pid, IPC, UTS and
+                      network namespace (mapping only our own uid), join the check's
+                      cgroups, fork G, wait for it, report its status and rusage on
+                      the report socket;
+  C --fork--> G, pid 1 of the new pid namespace: a fresh /proc, fresh size-limited
+              tmpfs on /tmp, /work and /dev/shm, `/` and `/dev` read-only, no further
+              user namespaces; then it waits (named READY_NAME). On the check's
+              message (limits, stdin, stdout, stderr and the program, on the report
+              socket): the program on a read-only tmpfs at /box, rlimits, every
+              capability dropped, the seccomp filter, then the test driver (which
+              forks the solution's process before it reads the nonce).
+So each check has its own pid namespace (when G exits, everything the check started
+dies with it), its own files, IPC objects and sockets, and its own copy of the
+interpreter: nothing a check changes (files, processes, builtins, sys.modules,
+globals) reaches the next one, which is forked from the untouched zygote.
+"""
+
+import contextlib
+import ctypes
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import traceback
+
+import _codeloop_driver as driver
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
+PR_CAPBSET_DROP = 24
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+MAX_FDS = 16
+READY_NAME = "codeloop-ready"
+"""The name (comm) of a check process made ahead, until its check arrives."""
+
+
+class SetupError(Exception):
+    """The check's sandbox could not be built (reported as an environment error)."""
+
+
+def _call(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(error)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _call(
+        libc.mount(
+            source.encode(),
+            target.encode(),
+            fstype.encode() if fstype else None,
+            flags,
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+def _write(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _load_seccomp(program):
+    if not program:
+        return
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _Filter(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _call(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _drop_capabilities():
+    """Empty the bounding set, then every capability set (the new user namespace gave
+    G all of them there; the program runs with none, and no_new_privs keeps it so)."""
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        last = int(handle.read())
+    for cap in range(last + 1):
+        _call(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop the bounding set")
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _call(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    with open("/proc/self/status") as handle:
+        status = handle.read()
+    if "CapEff:\t0000000000000000" not in status:
+        raise SetupError("capabilities remained after dropping them")
+
+
+def _limits(spec):
+    cpu = spec["cpu_s"]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (spec["file_size"], spec["file_size"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (spec["open_files"], spec["open_files"]))
+    if spec.get("address_space"):
+        resource.setrlimit(resource.RLIMIT_AS, (spec["address_space"], spec["address_space"]))
+    resource.setrlimit(resource.RLIMIT_NPROC, (spec["processes"], spec["processes"]))
+
+
+def _set_name(name):
+    libc.prctl(PR_SET_NAME, name.encode(), 0, 0, 0)
+
+
+def _inside(spec, report, seccomp_program):
+    """G: pid 1 of the check's namespaces. Builds its world ahead of the check, waits for
+    it, then locks itself down and runs the driver."""
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.setsid()
+    _set_name(READY_NAME)
+    _mount("none", "/", None, MS_REC | MS_PRIVATE)
+    size = f"size={spec['workdir_bytes']},mode=755"
+    for path in ("/tmp", "/work", "/dev/shm"):
+        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, size)
+    _mount("tmpfs", "/box", "tmpfs", MS_NOSUID | MS_NODEV, f"size={1 << 20},mode=755")
+    locked = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV
+    _mount("none", "/", None, locked)
+    _mount("none", "/dev", None, locked)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _write("/proc/sys/user/max_user_namespaces", "0")
+
+    reporter = socket.socket(fileno=report)
+    message, fds, _flags, _address = socket.recv_fds(reporter, 1 << 16, MAX_FDS)
+    reporter.detach()  # the fd stays ours, without an owner that may close it
+    if not message:
+        os._exit(0)  # the worker dropped this prepared check
+    check = json.loads(message)
+    if len(fds) != 4:
+        raise SetupError("a check needs 4 fds")
+    stdin, stdout, stderr, program = fds
+    _set_name("python3")
+    data = b""
+    while chunk := os.read(program, 1 << 16):
+        data += chunk
+    os.close(program)
+    with open("/box/main.py", "wb") as handle:
+        handle.write(data)
+    os.chmod("/box/main.py", 0o644)
+    _mount("none", "/box", None, locked)
+    _limits(check)
+    for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
+        os.dup2(fd, target)
+    os.umask(0o022)
+    _drop_capabilities()
+    _load_seccomp(seccomp_program)
+    os.chdir("/work")
+    # Tell the worker our pid (the kernel translates it into the worker's namespace),
+    # and start only when it says so: it holds a pidfd to kill us by from then on.
+    os.write(report, b"r")
+    if os.read(report, 1) != b"g":
+        os._exit(125)
+    for fd in {stdin, stdout, stderr, report}:
+        if fd > 2:
+            os.close(fd)
+    os.closerange(3, 1 << 16)
+    code = driver.main(forked=True)
+    os._exit(code)
+
+
+def _prepared(spec, fds, seccomp_program):
+    """C: made ahead of its check (joining a cgroup v1 costs milliseconds of RCU wait, and
+    building G's namespaces and mounts some more, paid here while the previous check
+    runs): new namespaces, the check's cgroups, G forked; then wait for G and report how
+    it ended."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    report, cgroups = fds[0], fds[1:]
+    try:
+        uid, gid = os.getuid(), os.getgid()
+        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+        _call(libc.unshare(flags | CLONE_NEWNET), "unshare")
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        for fd in cgroups:
+            os.write(fd, b"0")  # cgroup.procs, opened by the worker: "0" moves us (and G)
+            os.close(fd)
+        if spec.get("cpu") is not None:
+            os.sched_setaffinity(0, {spec["cpu"]})
+        child = os.fork()
+    except BaseException as error:
+        os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
+        os._exit(1)
+    if child == 0:
+        try:
+            _inside(spec, report, seccomp_program)
+        except BaseException as error:
+            message = "".join(traceback.format_exception_only(type(error), error)).strip()
+            with_error = json.dumps({"error": f"warm sandbox setup: {message}"})
+            try:
+                os.write(report, with_error.encode())
+            finally:
+                os._exit(126)
+        os._exit(127)
+    _pid, status, usage = os.wait4(child, 0)
+    ended = {
+        "exit": os.waitstatus_to_exitcode(status),
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "maxrss_kib": usage.ru_maxrss,
+    }
+    with contextlib.suppress(OSError):  # a dropped check's socket is closed
+        os.write(report, json.dumps(ended).encode())
+    os._exit(0)
+
+
+def main():
+    control = socket.socket(fileno=int(sys.argv[1]))
+    hello = json.loads(control.recv(1 << 16))
+    seccomp_program = bytes.fromhex(hello["seccomp"])
+    driver.preload()
+    # Children are reaped by the kernel; C waits for its own G.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    control.send(b"ready")
+    while True:
+        try:
+            message, fds, _flags, _address = socket.recv_fds(control, 1 << 16, MAX_FDS)
+        except OSError:
+            return
+        if not message:
+            return
+        try:
+            spec = json.loads(message)
+            if not fds:
+                raise ValueError("a prepared check needs its report socket")
+            if os.fork() == 0:
+                control.close()
+                _prepared(spec, fds, seccomp_program)
+        except BaseException as error:
+            if fds:
+                text = json.dumps({"error": f"warm sandbox: {error}"}).encode()
+                with contextlib.suppress(OSError):
+                    os.write(fds[0], text)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    sys.path[0] = os.path.dirname(os.path.abspath(__file__))
+    main()

@@ -1,0 +1,320 @@
+"""The warm Python sandbox: each check is forked fresh, and nothing of it reaches the next.
+
+Every program here runs inside the sandbox (a Python function test in a worker's
+warm sandbox). One `Sandbox` serves a module, so consecutive checks go to the same
+zygote, as in a worker. A "leave" check tries to leave something behind and
+reports whether it could; the next check looks for it. The same probes run in one
+check show that they do see what is left there, so a "nothing seen" verdict means
+something.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from codeloop.config import SandboxLimits
+from codeloop.sandbox import warm
+from codeloop.sandbox.check import Check, CheckRequest, Sandbox
+from tests.sandbox_probe import namespace_depth, processes, sandbox_processes, warm_host
+
+pytestmark = pytest.mark.timeout(120)
+LIMITS = SandboxLimits(time_s=2.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
+
+# Probes: `leave()` returns True when it left its trace; `look()` returns True when it
+# sees a trace. Each is the body of a solution module (the test calls the function).
+LEAVE = {
+    "files": """
+import os
+def leave():
+    for folder in ("/tmp", "/work", "/dev/shm"):
+        with open(folder + "/codeloop-left", "w") as handle:
+            handle.write("left")
+    return all(os.path.exists(f + "/codeloop-left") for f in ("/tmp", "/work", "/dev/shm"))
+""",
+    "background process": """
+import os, time
+def leave():
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            with open("/tmp/pid", "w") as handle:
+                handle.write(str(os.getpid()))
+            time.sleep(30)
+        os._exit(0)
+    os.wait()
+    time.sleep(0.1)
+    pid = int(open("/tmp/pid").read())
+    return os.path.exists(f"/proc/{pid}")
+""",
+    "builtin patched": """
+import builtins
+def leave():
+    builtins.len = lambda value: 42
+    builtins.sorted = lambda value: ["patched"]
+    return len([1, 2]) == 42
+""",
+    "sys.modules entry": """
+import sys, types
+def leave():
+    sys.modules["codeloop_left"] = types.ModuleType("codeloop_left")
+    import codeloop_left
+    return "codeloop_left" in sys.modules
+""",
+    "cached global": """
+import json, _codeloop_codec
+def leave():
+    json.codeloop_left = True
+    _codeloop_codec.codeloop_left = True
+    return json.codeloop_left
+""",
+    "environment": """
+import os
+def leave():
+    os.environ["CODELOOP_LEFT"] = "1"
+    return os.environ.get("CODELOOP_LEFT") == "1"
+""",
+    "SysV message queue": """
+import ctypes
+def leave():
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.msgget(0x5151, 0o1000 | 0o600) >= 0  # IPC_CREAT
+""",
+    "abstract socket": """
+import os, socket, time
+def leave():
+    if os.fork() == 0:
+        os.setsid()
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind("\\0codeloop-left")
+        server.listen(1)
+        time.sleep(30)
+        os._exit(0)
+    time.sleep(0.2)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect("\\0codeloop-left")
+    return True
+""",
+}
+LOOK = {
+    "files": """
+import os
+def look():
+    return any(os.path.exists(f + "/codeloop-left") for f in ("/tmp", "/work", "/dev/shm"))
+""",
+    "background process": """
+import os
+def look():
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit()) != [1, 2]
+""",
+    "builtin patched": """
+def look():
+    return len([1, 2]) != 2 or sorted([2, 1]) != [1, 2]
+""",
+    "sys.modules entry": """
+import sys
+def look():
+    return "codeloop_left" in sys.modules
+""",
+    "cached global": """
+import json, _codeloop_codec
+def look():
+    return hasattr(json, "codeloop_left") or hasattr(_codeloop_codec, "codeloop_left")
+""",
+    "environment": """
+import os
+def look():
+    return "CODELOOP_LEFT" in os.environ
+""",
+    "SysV message queue": """
+import ctypes
+def look():
+    return ctypes.CDLL(None).msgget(0x5151, 0) >= 0
+""",
+    "abstract socket": """
+import socket
+def look():
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect("\\0codeloop-left")
+    except OSError:
+        return False
+    return True
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    box = Sandbox("bwrap", worker=13)
+    assert box.warm is not None, "CODELOOP_WARM is off in this environment"
+    assert box.warm.start() is None, box.warm.problem
+    yield box
+    box.warm.stop()
+
+
+def check(sandbox: Sandbox, program: str, test: str, entry: str) -> Check:
+    request = CheckRequest(
+        language="python", program=program, test=test, entry_point=entry, limits=LIMITS
+    )
+    result = sandbox.check(request)
+    assert sandbox.warm is not None and sandbox.warm.problem is None, sandbox.warm.problem
+    return result
+
+
+def returns(sandbox: Sandbox, program: str, entry: str, expected: object) -> Check:
+    return check(sandbox, program, f"assert {entry}() == {expected!r}, {entry}()\n", entry)
+
+
+@pytest.mark.parametrize("kind", sorted(LEAVE))
+def test_the_probes_see_a_trace_left_in_the_same_check(sandbox: Sandbox, kind: str) -> None:
+    program = LEAVE[kind] + LOOK[kind] + "\ndef both():\n    return leave() and look()\n"
+    result = returns(sandbox, program, "both", True)
+    assert result.status == "passed", result.feedback
+
+
+@pytest.mark.parametrize("kind", sorted(LEAVE))
+def test_nothing_a_check_leaves_reaches_the_next(sandbox: Sandbox, kind: str) -> None:
+    left = returns(sandbox, LEAVE[kind], "leave", True)
+    assert left.status == "passed", left.feedback  # it did leave its trace
+    seen = returns(sandbox, LOOK[kind], "look", False)
+    assert seen.status == "passed", f"the next check saw it: {seen.feedback}"
+
+
+def test_a_check_sees_only_its_own_two_processes_and_runs_as_the_worker_uid(
+    sandbox: Sandbox,
+) -> None:
+    program = """
+import os
+def world():
+    return [sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getuid(), os.getpid()]
+"""
+    result = returns(sandbox, program, "world", [[1, 2], sandbox.backend.run_uid, 2])
+    assert result.status == "passed", result.feedback
+
+
+def test_a_check_has_no_capabilities_no_namespaces_and_read_only_folders(
+    sandbox: Sandbox,
+) -> None:
+    program = """
+import ctypes, os, subprocess
+def powers():
+    status = open("/proc/self/status").read()
+    caps = [line.split()[1] for line in status.splitlines() if line.startswith("Cap")]
+    libc = ctypes.CDLL(None, use_errno=True)
+    userns = libc.unshare(0x10000000)
+    unshare = subprocess.run(["/usr/bin/unshare", "-U", "true"], capture_output=True).returncode
+    written = []
+    for path in ("/codeloop-left", "/dev/codeloop-left", "/box/codeloop-left", "/box/main.py"):
+        try:
+            with open(path, "a") as handle:
+                handle.write("x")
+            written.append(path)
+        except OSError:
+            pass
+    filtered = [line.split()[1] for line in status.splitlines()
+                if line.startswith(("Seccomp:", "NoNewPrivs:"))]
+    return [sorted(set(caps)), userns, unshare != 0, written, filtered]
+"""
+    expected = [["0000000000000000"], -1, True, [], ["1", "2"]]  # no_new_privs, a filter
+    result = returns(sandbox, program, "powers", expected)
+    assert result.status == "passed", result.feedback
+
+
+def test_a_timed_out_check_leaves_no_process_behind(sandbox: Sandbox) -> None:
+    program = """
+import os
+def spin():
+    for _ in range(4):
+        if os.fork() == 0:
+            os.setsid()
+            while True:
+                pass
+    while True:
+        pass
+"""
+    started = time.monotonic()
+    result = check(sandbox, program, "spin()\n", "spin")
+    assert result.status == "timeout"
+    assert time.monotonic() - started < LIMITS.time_s + 3
+    # The check's intermediate process exits just after its report: a moment, as the
+    # security tests allow; the spinners never would.
+    deadline = time.monotonic() + 5
+    while (left := sandbox_processes()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == [], f"processes outlived their check: {left}"
+    hosts = [pid for pid, (_uid, cmd) in processes().items() if warm_host(pid, cmd)]
+    made_ahead = [pid for pid in hosts if namespace_depth(pid) == 3]
+    assert hosts and len(made_ahead) <= 1  # the zygote's tree and the next check's process
+
+
+STATUS_PROGRAMS = {
+    "passed": ("def f(x):\n    return x + 1\n", "assert f(1) == 2\n"),
+    "wrong answer": ("def f(x):\n    return x\n", "assert f(1) == 2\n"),
+    "syntax error": ("def f(x) return x\n", "assert f(1) == 2\n"),
+    "exits early": ("import sys\ndef f(x):\n    sys.exit(0)\n", "assert f(1) == 2\n"),
+    "prints the marker": (
+        "def f(x):\n    print('CODELOOP-TESTS-DONE-0')\n    return x\n",
+        "assert f(1) == 2\n",
+    ),
+    "memory": ("def f(x):\n    return len(bytearray(1 << 30))\n", "assert f(1) == 2\n"),
+    "timeout": ("def f(x):\n    while True:\n        pass\n", "assert f(1) == 2\n"),
+    "output flood": (
+        "import sys\ndef f(x):\n    while True:\n        sys.stderr.write('x' * 4096)\n",
+        "assert f(1) == 2\n",
+    ),
+    "crash at import": ("raise SystemExit(3)\n", "assert f(1) == 2\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATUS_PROGRAMS))
+def test_warm_and_cold_verdicts_agree(sandbox: Sandbox, name: str) -> None:
+    program, test = STATUS_PROGRAMS[name]
+    warm = check(sandbox, program, test, "f")
+    cold_box = Sandbox("bwrap", worker=14)
+    cold_box.warm = None
+    request = CheckRequest(
+        language="python", program=program, test=test, entry_point="f", limits=LIMITS
+    )
+    cold = cold_box.check(request)
+    assert (warm.status, warm.cases_passed) == (cold.status, cold.cases_passed)
+    assert (warm.status == "passed") == (name == "passed")
+
+
+def test_a_dead_zygote_is_started_again(sandbox: Sandbox) -> None:
+    assert sandbox.warm is not None and sandbox.warm._process is not None
+    sandbox.warm._process.kill()
+    sandbox.warm._process.wait()
+    result = check(sandbox, *STATUS_PROGRAMS["passed"], "f")
+    assert result.status == "passed", result.feedback
+
+
+def test_a_worker_whose_warm_sandbox_cannot_start_checks_cold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(warm, "ZYGOTE", "no-such-zygote.py")
+    box = Sandbox("bwrap", worker=15)
+    try:
+        result = box.check(
+            CheckRequest(
+                language="python",
+                program=STATUS_PROGRAMS["passed"][0],
+                test=STATUS_PROGRAMS["passed"][1],
+                entry_point="f",
+                limits=LIMITS,
+            )
+        )
+        assert result.status == "passed", result.feedback
+        assert box.warm is not None and box.warm.problem
+        assert "warm Python sandbox: off (the warm sandbox did not start" in box.describe()
+    finally:
+        box.close()
+
+
+def test_codeloop_warm_off_means_every_check_is_cold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODELOOP_WARM", "off")
+    assert Sandbox("bwrap", worker=15).warm is None
+    monkeypatch.setenv("CODELOOP_WARM", "on")
+    assert Sandbox("bwrap", worker=15).warm is not None
+    assert Sandbox("process", worker=15).warm is None
