@@ -25,6 +25,27 @@ def processes() -> dict[int, tuple[int, str]]:
     return found
 
 
+def descendants(root: int) -> set[int]:
+    """Every process below `root` (children, their children, ...), from /proc's PPid."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        line = next((line for line in status.splitlines() if line.startswith("PPid:")), "")
+        if line:
+            parents[int(entry.name)] = int(line.split()[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 def namespace_depth(pid: int) -> int:
     """How many pid namespaces deep a process is (1: the machine's own)."""
     try:

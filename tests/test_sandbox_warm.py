@@ -17,7 +17,13 @@ import pytest
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import warm
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
-from tests.sandbox_probe import namespace_depth, processes, sandbox_processes, warm_host
+from tests.sandbox_probe import (
+    descendants,
+    namespace_depth,
+    processes,
+    sandbox_processes,
+    warm_host,
+)
 
 pytestmark = pytest.mark.timeout(120)
 LIMITS = SandboxLimits(time_s=2.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
@@ -244,7 +250,11 @@ def spin():
     while (left := sandbox_processes()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert left == [], f"processes outlived their check: {left}"
-    hosts = [pid for pid, (_uid, cmd) in processes().items() if warm_host(pid, cmd)]
+    # Only this worker's tree: other tests' sandboxes may have warm hosts of their own.
+    assert sandbox.warm is not None and sandbox.warm.pid is not None
+    ours = descendants(sandbox.warm.pid)
+    table = processes()
+    hosts = [pid for pid in ours if pid in table and warm_host(pid, table[pid][1])]
     made_ahead = [pid for pid in hosts if namespace_depth(pid) == 3]
     assert hosts and len(made_ahead) <= 1  # the zygote's tree and the next check's process
 

@@ -120,6 +120,17 @@ class WarmPython:
 
     # -- life cycle ----------------------------------------------------------------------
 
+    @property
+    def pid(self) -> int | None:
+        """The zygote's bwrap process (None: not running); its tree is this worker's."""
+        return self._process.pid if self._process is not None else None
+
+    def __del__(self) -> None:
+        # A worker that forgot close(): its zygote and prepared check go with it now, not
+        # at interpreter exit (a long-lived process would otherwise gather zygotes).
+        with contextlib.suppress(Exception):
+            self.stop()
+
     def start(self) -> str | None:
         """Start the zygote if it is not running; why it cannot run, or None."""
         if self._process is not None and self._process.poll() is None:
