@@ -51,3 +51,18 @@ def test_answers_survive_a_reopen_and_a_line_cut_by_a_kill(tmp_path: Path) -> No
     reopened.add({"k3": "three"})
     assert AnswerCache(path).get("k3") == "three"
     assert len(path.read_text().splitlines()) == 3
+
+
+def test_each_answer_names_the_phase_that_asked_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"key": "old", "text": "written before answers named their asker"}\n')
+    cache = AnswerCache(path)
+    cache.add({"k1": "one"}, by="round-000001/collect")
+    cache.add({"k1": "again", "k2": "two"}, by="round-000001/baseline")
+    reopened = AnswerCache(path)
+    assert [reopened.asked_by(key) for key in ("k1", "k2", "old", "absent")] == [
+        "round-000001/collect",  # the first asker stays, as the first answer does
+        "round-000001/baseline",
+        None,
+        None,
+    ]

@@ -172,6 +172,34 @@ def test_the_chaos_check_catches_a_resume_that_forgets_saved_answers(
     assert asked_again(log.read_text().splitlines(), chaos.positions)
 
 
+def test_answers_cached_before_a_kill_stay_the_phase_own(
+    tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # collect dies (SIGKILL) just after its first answer reached the session's answer
+    # cache and before its attempt file holds it: resumed, it takes that answer back as
+    # its own, not as one reused from an earlier phase (the record an uninterrupted
+    # collect writes), and does not ask for it again.
+    session = chaos_session(tmp_path / "session", model)
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv(CALL_LOG_ENV, str(log))
+    points = tmp_path / "failpoints"
+    points.mkdir()
+    (points / "answers-cached").write_text("")
+    monkeypatch.setenv(FAILPOINTS_ENV, str(points))
+    phase = [sys.executable, "-m", "codeloop", "phase", "--session", str(session), "--round", "1"]
+    subprocess.run([*phase, "--phase", "prepare"], check=True, timeout=300)
+    killed = subprocess.run([*phase, "--phase", "collect"], timeout=300)
+    assert killed.returncode == -9 and list(points.iterdir()) == []
+    cached = (session / "answers.jsonl").read_text().splitlines()
+    assert cached and all(json.loads(line)["by"] == "round-000001/collect" for line in cached)
+    subprocess.run([*phase, "--phase", "collect", "--resume"], check=True, timeout=600)
+    folder = session / "round-000001"
+    assert store.read(folder / "collect-attempt.json")["reused"] == []
+    assert store.read(folder / "collect.json")["answers_reused"] == 0
+    calls = log.read_text().splitlines()
+    assert len(calls) == len(set(calls))  # the answer cached before the kill: asked once
+
+
 def test_pause_file_stops_at_a_safe_point_and_the_next_run_continues(
     tmp_path: Path, model: Path
 ) -> None:

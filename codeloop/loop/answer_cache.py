@@ -12,7 +12,9 @@ a batch, never which model answers.
 
 Entries are appended before the phase saves its own attempt file, so a kill
 between the two loses nothing; a line cut short by a kill is dropped on the next
-read.
+read. Each entry names the phase that asked for it ("by"), so that phase, resumed
+after such a kill, takes its own answers back as its own, not as reused ones: its
+record is then the same as an uninterrupted run's.
 """
 
 from __future__ import annotations
@@ -50,11 +52,12 @@ def answer_key(
 
 
 class AnswerCache:
-    """answers.jsonl of a session: one {"key", "text"} object per line, append-only."""
+    """answers.jsonl of a session: one {"key", "text", "by"} object per line, append-only."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._answers: dict[str, str] | None = None
+        self._by: dict[str, str] = {}
 
     def _load(self) -> dict[str, str]:
         if self._answers is None:
@@ -68,12 +71,19 @@ class AnswerCache:
                 for line in whole.decode().splitlines():
                     entry = json.loads(line)
                     self._answers[entry["key"]] = entry["text"]
+                    if isinstance(entry.get("by"), str):
+                        self._by[entry["key"]] = entry["by"]
         return self._answers
 
     def get(self, key: str) -> str | None:
         return self._load().get(key)
 
-    def add(self, entries: dict[str, str]) -> None:
+    def asked_by(self, key: str) -> str | None:
+        """The phase that asked for this answer (None: unknown, or not in the cache)."""
+        self._load()
+        return self._by.get(key)
+
+    def add(self, entries: dict[str, str], by: str | None = None) -> None:
         """Append new answers and make them durable before the caller saves its own file."""
         answers = self._load()
         fresh = {key: text for key, text in entries.items() if key not in answers}
@@ -82,7 +92,10 @@ class AnswerCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
             for key, text in fresh.items():
-                handle.write(json.dumps({"key": key, "text": text}) + "\n")
+                entry = {"key": key, "text": text} | ({"by": by} if by else {})
+                handle.write(json.dumps(entry) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
         answers.update(fresh)
+        if by:
+            self._by.update(dict.fromkeys(fresh, by))

@@ -37,7 +37,7 @@ from codeloop.errors import IntegrityError
 from codeloop.evaluate import tasks as scoring
 from codeloop.evaluate.tasks import program_of, sample_seed, summary
 from codeloop.loop.answer_cache import AnswerCache, answer_key, engine_key
-from codeloop.loop.common import Paused, Round
+from codeloop.loop.common import Paused, Round, failpoint
 from codeloop.sandbox import Check, CheckRequest, Interrupted
 from codeloop.tasks.schema import Task
 
@@ -98,6 +98,8 @@ class Collector:
         self.cache = AnswerCache(r.session.answers)
         self.reused: list[str] = []
         """`task:attempt` of the answers taken from the session's answer cache, not the model."""
+        self.asker = f"{r.folder.name}/{phase}"
+        """Who asks, as the answer cache records it (this round's phase)."""
 
     # -- binding -------------------------------------------------------------------------
 
@@ -166,11 +168,13 @@ class Collector:
             fresh = {
                 key: completion.text for (_i, key), [completion] in zip(ask, results, strict=True)
             }
-            self.cache.add(fresh)
+            self.cache.add(fresh, by=self.asker)
+            failpoint("answers-cached")  # cached, not yet in this phase's attempt file
             known.update(fresh)
         for (task, attempt), key in zip(missing, keys, strict=True):
             attempts.setdefault(task.id, {})[attempt] = known[key]
-            if key not in fresh:
+            if key not in fresh and self.cache.asked_by(key) != self.asker:
+                # (this phase's own answer, saved before a kill, is not a reused one)
                 self.reused.append(f"{task.id}:{attempt}")
         store.write_json(
             self.attempt_file,
