@@ -10,6 +10,7 @@ something.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -69,10 +70,11 @@ def leave():
     return "codeloop_left" in sys.modules
 """,
     "cached global": """
-import json, _codeloop_codec
+import json, typing, _codeloop_codec
 def leave():
     json.codeloop_left = True
     _codeloop_codec.codeloop_left = True
+    typing.List = "patched"  # a preloaded module
     return json.codeloop_left
 """,
     "environment": """
@@ -124,9 +126,10 @@ def look():
     return "codeloop_left" in sys.modules
 """,
     "cached global": """
-import json, _codeloop_codec
+import json, typing, _codeloop_codec
 def look():
-    return hasattr(json, "codeloop_left") or hasattr(_codeloop_codec, "codeloop_left")
+    seen = hasattr(json, "codeloop_left") or hasattr(_codeloop_codec, "codeloop_left")
+    return seen or typing.List == "patched"
 """,
     "environment": """
 import os
@@ -186,6 +189,18 @@ def test_nothing_a_check_leaves_reaches_the_next(sandbox: Sandbox, kind: str) ->
     assert left.status == "passed", left.feedback  # it did leave its trace
     seen = returns(sandbox, LOOK[kind], "look", False)
     assert seen.status == "passed", f"the next check saw it: {seen.feedback}"
+
+
+def test_each_check_draws_its_own_random_numbers(sandbox: Sandbox) -> None:
+    # random is preloaded in the zygote; a forked check must not replay its state.
+    program = "import random\ndef draw():\n    return random.getrandbits(64)\n"
+    drawn = []
+    for _ in range(3):
+        result = check(sandbox, program, "value = draw()\nassert False, f'drew {value}'\n", "draw")
+        found = re.search(r"drew (\d+)", result.feedback)
+        assert result.status == "wrong_answer" and found, result.feedback
+        drawn.append(int(found.group(1)))
+    assert len(set(drawn)) == 3, drawn
 
 
 def test_a_check_sees_only_its_own_two_processes_and_runs_as_the_worker_uid(
