@@ -11,7 +11,8 @@
 (c) Wall time of the full 984-program HumanEval-X canonical check (`codeloop eval
     --suite humaneval-x --canonical`), by default with a fresh compile cache (a cold
     first audit: includes building the Rust crates and Go's std/testify once);
-    `--warm` keeps the existing cache (a re-audit).
+    `--warm` keeps the existing cache (a re-audit). Per language: the sandbox time its
+    checks took (compile and run, from summary.json), as checks per worker-second.
 
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
@@ -255,6 +256,7 @@ def bench_humaneval_x(workers: int, data_dir: Path, warm: bool) -> dict[str, obj
         "passed": summary["passed"],
         "failed": ", ".join(f"{row['task_id']} ({row['status']})" for row in failed),
         "statuses": Counter(row["status"] for row in failed),
+        "languages": summary["languages"],
     }
 
 
@@ -312,6 +314,14 @@ def main() -> None:
             f"not passed: {c['failed']} |"
         )
         print(lines[-1], flush=True)
+        for language, entry in c["languages"].items():  # type: ignore[union-attr]
+            busy = entry["compile_s"] + entry["run_s"]
+            lines.append(
+                f"| (c) {language}: {entry['total']} programs | {busy:.0f} sandbox s "
+                f"(compile {entry['compile_s']:.0f}, run {entry['run_s']:.0f}; summed over "
+                f"workers) = {entry['total'] / busy:.1f} checks per worker-second |"
+            )
+            print(lines[-1], flush=True)
     record(f"HumanEval in the sandbox ({os.cpu_count()} cores)", [*lines, "", NOTE])
 
 

@@ -76,13 +76,17 @@ def test_results_follow_the_samples_order_and_summary_counts(tmp_path: Path) -> 
     summary = store.read(tmp_path / "summary.json")
     assert summary == evaluation.summary | {"schema_version": summary["schema_version"]}
     assert (summary["total"], summary["passed"], summary["skipped_samples"]) == (5, 3, 1)
-    assert summary["languages"]["python"] | {} == {
+    python = summary["languages"]["python"]
+    assert {key: python[key] for key in python if not key.endswith("_s")} == {
         "total": 2,
         "passed": 1,
         "tasks": 1,
         "pass_at_1": 0.5,
         "statuses": {"wrong_answer": 1, "passed": 1},
     }
+    # Sandbox time per language: Python compiles nothing, and both run.
+    assert python["compile_s"] == 0 and python["run_s"] > 0
+    assert summary["languages"]["go"]["run_s"] > 0  # its compile may come from the cache
     assert summary["languages"]["javascript"]["pass_at_1"] == 0.5
     assert summary["languages"]["go"]["pass_at_1"] == 1.0
     assert summary["macro_pass_at_1"] == pytest.approx((0.5 + 0.5 + 1.0) / 3, abs=1e-6)
@@ -140,7 +144,9 @@ def test_cli_end_to_end_on_a_tiny_samples_file(tmp_path: Path) -> None:
     ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["binding"]["samples"]["sha256"] == store.sha256_file(samples)
-    assert summary["languages"]["rust"] == {
+    rust = summary["languages"]["rust"]
+    assert rust.pop("compile_s") >= 0 and rust.pop("run_s") > 0
+    assert rust == {
         "total": 1,
         "passed": 0,
         "tasks": 1,

@@ -142,6 +142,11 @@ def evaluate(
     ]
     used = sorted({job.language for job in jobs}, key=languages.index)
     by_language, macro = summarize(results, used)
+    for language, entry in by_language.items():
+        # Where a run's time went, per language (summed over workers): compiling, running.
+        mine = [c for job, c in zip(jobs, checks, strict=True) if job.language == language]
+        entry["compile_s"] = round(sum(c.compile_ms for c in mine) / 1000, 2)
+        entry["run_s"] = round(sum(c.run_ms for c in mine) / 1000, 2)
     summary = {
         "suite": suite,
         "total": len(results),
