@@ -10,7 +10,10 @@ something.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import threading
 import time
 
 import pytest
@@ -313,6 +316,24 @@ def test_a_dead_zygote_is_started_again(sandbox: Sandbox) -> None:
     sandbox.warm._process.wait()
     result = check(sandbox, *STATUS_PROGRAMS["passed"], "f")
     assert result.status == "passed", result.feedback
+
+
+def test_a_zygote_that_dies_during_a_check_gives_no_verdict_on_it(sandbox: Sandbox) -> None:
+    """The check dies with its zygote; that says nothing of the program, so it runs again.
+
+    A first check leaves a prepared process waiting, so the slow check below runs in
+    the old zygote, which is killed mid-run; the answer must come from a fresh one.
+    """
+    check(sandbox, *STATUS_PROGRAMS["passed"], "f")
+    assert sandbox.warm is not None and sandbox.warm.pid is not None
+    old = sandbox.warm.pid
+    program = "import time\ndef f(x):\n    time.sleep(1.0)\n    return x + 1\n"
+    killer = threading.Timer(0.4, os.kill, (old, signal.SIGKILL))
+    killer.start()
+    result = check(sandbox, program, "assert f(1) == 2\n", "f")
+    killer.join()
+    assert result.status == "passed", result.feedback
+    assert sandbox.warm.pid not in (None, old)
 
 
 def test_a_worker_whose_warm_sandbox_cannot_start_checks_cold(

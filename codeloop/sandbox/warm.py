@@ -347,8 +347,13 @@ class WarmPython:
                 os.close(pidfd)
         if "error" in ended:
             return _setup_error(ended["error"])
+        if "exit" not in ended:
+            # The intermediate process always reports, even for a check we killed; without
+            # its report the zygote died under the check (which was killed with it), so
+            # the run says nothing about the program and is not a verdict.
+            return _setup_error("the warm sandbox died during the check")
         return harness.finished_run(
-            int(ended.get("exit", -signal.SIGKILL)),
+            int(ended["exit"]),
             output,
             wall_ms,
             int(ended.get("maxrss_kib", 0)),
