@@ -17,9 +17,15 @@ from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import Problems
 from codeloop.evaluate.suites import humaneval_x_job
-from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.sandbox import Check, CheckRequest, check_many, function_tests, harness, languages
 from codeloop.sandbox.cache import cache_root
-from codeloop.sandbox.function_tests import go_split_imports, go_test_file, uses_rand_07_api
+from codeloop.sandbox.check import Sandbox
+from codeloop.sandbox.function_tests import (
+    _javac_steps,
+    go_split_imports,
+    go_test_file,
+    uses_rand_07_api,
+)
 
 DATA = HUMANEVAL_X  # the copy shipped in the package
 LANGUAGES = ["python", "javascript", "cpp", "java", "go", "rust"]
@@ -84,6 +90,17 @@ JAVA_151_ASSERT_ONLY = (
     "        return total;\n"
     "    }\n"
     "}\n"
+)
+
+
+JVM_LIMITS = harness.RunLimits(
+    wall_s=60,
+    cpu_s=60,
+    memory_mib=1024,
+    output_bytes=1 << 16,
+    processes=64,
+    workdir_mib=16,
+    address_space=False,
 )
 
 
@@ -222,7 +239,52 @@ def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:
     root = cache_root()
     assert any(root.glob("rust-crates/*/librand-*.rlib"))
     assert any(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))
-    assert any(root.glob("javac-cds/*/javac.jsa"))
+    assert any(root.glob("javac-batch/*/codeloop-javac.jar"))
+    assert any(root.glob("javac-batch-cds/*/codeloop-javac.jsa"))
+
+
+def test_java_compiles_test_and_solution_in_one_jvm_from_its_archive(checks: dict) -> None:
+    """Both halves of a Java check compile in one JVM whose compiler classes come from
+    the class-data archive: `-Xshare:on` makes a JVM that cannot map it fail, so this
+    run passing means every check's compile really uses it (the JVM drops an archive
+    silently when its class path, jar or jar mtime differ from the dump's)."""
+    assert checks["canonical", "Java/0"].passed
+    sandbox = Sandbox("bwrap", worker=21)
+    steps = _javac_steps(sandbox, languages.get("java"), ["a/Main.java", "b/Main.java"])
+    assert "CodeloopJavac" in steps.argv and steps.argv.count("--") == 1
+    assert any(arg.startswith("-XX:SharedArchiveFile=") for arg in steps.argv)
+    head = steps.argv[: steps.argv.index("CodeloopJavac") + 1]
+    box = harness.prepare_box(sandbox.scratch, sandbox.backend.compile_uid)
+    try:
+        run = harness.run(
+            sandbox.backend,
+            [head[0], "-Xshare:on", *head[1:], "-version"],
+            box=box,
+            compile_step=True,
+            binds=steps.binds,
+            limits=JVM_LIMITS,
+        )
+    finally:
+        harness.remove_box(box)
+    output = (run.stdout + run.stderr).decode()
+    assert run.exit_code == 0, (run.setup_error, output)
+    assert output.startswith("javac ")
+
+
+def test_java_without_the_batch_compiler_runs_one_javac_per_half(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where codeloop-javac cannot be built, each half is a javac of its own, with the
+    same options (and `&&`: the solution is not compiled after the test failed)."""
+    monkeypatch.setattr(function_tests, "javac_batch", lambda sandbox, language: None)
+    steps = _javac_steps(
+        Sandbox("bwrap", worker=22), languages.get("java"), ["a/M.java", "b/M.java"]
+    )
+    assert steps.argv[:2] == ["/bin/sh", "-c"] and steps.binds == []
+    first, second = steps.argv[2].split(" && ")
+    for command, side in ((first, "a"), (second, "b")):
+        assert command.startswith("/usr/bin/javac -J")
+        assert f"-proc:none -classpath /box -d /box/{side} /box/{side}/M.java" in command
 
 
 def test_unsupported_language_is_an_environment_error() -> None:

@@ -80,6 +80,11 @@ def signature(prompt: str, entry_point: str | None) -> tuple[str, str, list[str]
     )
 
 
+def batch_compiler_source() -> str:
+    """`CodeloopJavac`: javac for several argument groups in one JVM (trusted)."""
+    return _read("CodeloopJavac.java.txt")
+
+
 def driver_source(prompt: str, test: str, sig: tuple) -> str:
     """The test's file: trusted prompt with the open method proxied, Main, the driver."""
     result, name, kinds, throws, at = sig
