@@ -17,7 +17,15 @@ from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import Problems
 from codeloop.evaluate.suites import humaneval_x_job
-from codeloop.sandbox import Check, CheckRequest, check_many, function_tests, harness, languages
+from codeloop.sandbox import (
+    Check,
+    CheckRequest,
+    check_many,
+    function_tests,
+    gobox,
+    harness,
+    languages,
+)
 from codeloop.sandbox.cache import cache_root
 from codeloop.sandbox.check import Sandbox
 from codeloop.sandbox.function_tests import (
@@ -104,6 +112,23 @@ JVM_LIMITS = harness.RunLimits(
 )
 
 
+GO_TWICE = "func Twice(x int) int {\n    return 2 * x\n}\n"
+GO_TESTS = {
+    # The first test fails without stopping (t.Errorf); the second passes after it.
+    "first fails": (
+        'func TestA(t *testing.T) {\n    if Twice(2) != 5 {\n        t.Errorf("want 5")\n    }\n}\n'
+        'func TestB(t *testing.T) {\n    if Twice(2) != 4 {\n        t.Errorf("want 4")\n    }\n}\n'
+    ),
+    # `Testlower` is no test to `go test` (a lower-case letter follows "Test"); a
+    # commented-out test is none either.
+    "not tests": (
+        'func TestTwice(t *testing.T) {\n    if Twice(3) != 6 {\n        t.Fatal("want 6")\n    }\n}\n'
+        'func Testlower(t *testing.T) {\n    t.Fatal("not a test")\n}\n'
+        '// func TestCommented(t *testing.T) { t.Fatal("commented out") }\n'
+    ),
+}
+
+
 @pytest.fixture(scope="module")
 def problems() -> Problems:
     return load_humaneval_x(DATA, LANGUAGES)
@@ -148,6 +173,10 @@ def checks(problems: Problems) -> dict[tuple[str, str], Check]:
         test="#include <cassert>\nint main() { int v = 3; assert(twice(&v) == 6); }\n",
         prompt="int twice(int* x) {\n",
     )
+    for name, test in GO_TESTS.items():
+        wanted["go-tests", name] = CheckRequest(
+            language="go", program=GO_TWICE, test=test, prompt="func Twice(x int) int {\n"
+        )
     results = check_many(list(wanted.values()), workers=2)
     return dict(zip(wanted, results, strict=True))
 
@@ -285,6 +314,25 @@ def test_java_without_the_batch_compiler_runs_one_javac_per_half(
     for command, side in ((first, "a"), (second, "b")):
         assert command.startswith("/usr/bin/javac -J")
         assert f"-proc:none -classpath /box -d /box/{side} /box/{side}/M.java" in command
+
+
+def test_go_runs_every_test_function_as_go_test_finds_them(checks: dict) -> None:
+    """The Go test process runs the test's functions with `testing.Main` (not `go test`):
+    a failed first test fails the check although a later one passes, and functions
+    `go test` would not run (`Testlower`, commented out) are not run."""
+    failed = checks["go-tests", "first fails"]
+    assert failed.status == "wrong_answer", failed
+    assert "--- FAIL: TestA" in failed.feedback and "want 5" in failed.feedback
+    passed = checks["go-tests", "not tests"]
+    assert passed.status == "passed", passed
+
+
+def test_go_test_names_follow_go_test() -> None:
+    code = (
+        "func TestA(t *testing.T) {}\nfunc Test(t *testing.T) {}\nfunc Test_x(t *testing.T) {}\n"
+        "func Testlower(t *testing.T) {}\nfunc TestB(b *testing.B) {}\nfunc helper() {}\n"
+    )
+    assert gobox.test_names(code) == ["TestA", "Test", "Test_x"]
 
 
 def test_unsupported_language_is_an_environment_error() -> None:

@@ -5,9 +5,10 @@ the arguments into the declared parameter types; `codeloop_codec.go` is the
 type-strict encoding both sides share, interface{} values included, with their
 dynamic types); the test binary holds the task's
 trusted prompt, a proxy with the entry point's declared signature, the test, and a
-`TestMain` that reads the nonce from stdin and prints it only when every test
-passed. No `PASS` printed by the solution, `syscall.Exit`, `TestMain` of its own or
-patched package state reaches the test binary. Signatures with types that cannot
+`main` that reads the nonce from stdin, runs the test's functions with
+`testing.Main` and prints the nonce only when every test passed. One `go build`
+makes both binaries. No `PASS` printed by the solution, `syscall.Exit`, `TestMain`
+of its own or patched package state reaches the test binary. Signatures with types that cannot
 cross as plain values (error and other non-empty interfaces, func, chan, structs,
 pointers, variadics) are refused: no verdict is given.
 """
@@ -77,17 +78,36 @@ def server_main(sig: tuple) -> str:
     return f'\nfunc main() {{\n\tcodeloopServe(map[string]interface{{}}{{"{name}": {name}}})\n}}\n'
 
 
-SERVER_FILES = ("codeloop_frame.go", "codeloop_codec.go", "codeloop_server.go")
+_TEST_FUNC = re.compile(r"^func\s+(Test(?![a-z])\w*)\s*\(\s*\w+\s+\*testing\.T\s*\)", re.M)
+"""A test function as `go test` finds one: `Test` alone or followed by no lower-case
+letter, taking only a `*testing.T`."""
 
 
-def files() -> dict[str, bytes]:
-    """The trusted Go files: frames (both sides), the server, the test's TestMain."""
+def test_names(test_code: str) -> list[str]:
+    """The test functions of a (trusted) test, in source order; `test_code` has its
+    comments and literals blanked, so a commented-out test is not one."""
+    return _TEST_FUNC.findall(test_code)
+
+
+def tests_file(names: list[str]) -> bytes:
+    """`codeloop_tests.go`: the list `testing.Main` runs in the test process."""
+    rows = "".join(f'\t{{Name: "{name}", F: {name}}},\n' for name in names)
+    return (
+        'package main\n\nimport "testing"\n\n'
+        f"var codeloopTests = []testing.InternalTest{{\n{rows}}}\n"
+    ).encode()
+
+
+def files(names: list[str]) -> dict[str, bytes]:
+    """The trusted Go files of both sides (in `drv/` and `srv/`) for a test whose test
+    functions are `names`: frames, codec, the test's main, the server."""
     frame = _read("codeloop_frame.go.txt")
     codec = _read("codeloop_codec.go.txt")
     return {
-        "codeloop_frame_test.go": frame,
-        "codeloop_codec_test.go": codec,
-        "codeloop_driver_test.go": _read("codeloop_driver_test.go.txt"),
+        "drv/codeloop_frame.go": frame,
+        "drv/codeloop_codec.go": codec,
+        "drv/codeloop_driver.go": _read("codeloop_driver.go.txt"),
+        "drv/codeloop_tests.go": tests_file(names),
         "srv/codeloop_frame.go": frame,
         "srv/codeloop_codec.go": codec,
         "srv/codeloop_server.go": _read("codeloop_server.go.txt"),
