@@ -101,17 +101,6 @@ JAVA_151_ASSERT_ONLY = (
 )
 
 
-JVM_LIMITS = harness.RunLimits(
-    wall_s=60,
-    cpu_s=60,
-    memory_mib=1024,
-    output_bytes=1 << 16,
-    processes=64,
-    workdir_mib=16,
-    address_space=False,
-)
-
-
 GO_TWICE = "func Twice(x int) int {\n    return 2 * x\n}\n"
 GO_TESTS = {
     # The first test fails without stopping (t.Errorf); the second passes after it.
@@ -291,7 +280,7 @@ def test_java_compiles_test_and_solution_in_one_jvm_from_its_archive(checks: dic
             box=box,
             compile_step=True,
             binds=steps.binds,
-            limits=JVM_LIMITS,
+            limits=function_tests._ONE_TIME_LIMITS,
         )
     finally:
         harness.remove_box(box)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness
 from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
-from codeloop.sandbox.function_tests import TestBuild, TestContext, compose
+from codeloop.sandbox.function_tests import GOCACHE_MOUNT, TestBuild, TestContext, compose
 from codeloop.sandbox.languages import Language, get, toolchain_version
 from codeloop.sandbox.warm import WarmPython
 from codeloop.sandbox.warm import enabled as warm_enabled
@@ -322,8 +322,8 @@ class Sandbox:
         if language.name == "go":
             if self._gocache is None:
                 self._gocache = shared_folder("gocache", self.backend.compile_uid)
-            binds.append((str(self._gocache), "/gocache", True))
-            env["GOCACHE"] = "/gocache"
+            binds.append((str(self._gocache), GOCACHE_MOUNT, True))
+            env["GOCACHE"] = GOCACHE_MOUNT
         if language.name == "cpp" and re.search(r"#\s*include\s*<bits/stdc\+\+\.h>", source):
             pch = self._ensure_pch(language)
             if pch is not None:

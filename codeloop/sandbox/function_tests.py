@@ -461,8 +461,8 @@ public class Main {
     }
 }
 """
-"""A typical test program: javac loads the classes it needs to compile one, and the
-archive made from that run lets every later javac start without re-loading them."""
+"""A typical test program: compiling it loads the compiler classes a check needs, and
+the archive dumped from that run (`javac_batch`) maps them into every later compile."""
 
 
 _JAVAC_BATCH_MOUNT = "/javacbatch"
@@ -489,11 +489,7 @@ def _javac_steps(sandbox: Sandbox, language: Language, sources: list[str]) -> _J
     runs, whatever the source says.
     """
     assert language.compile is not None
-    options = [
-        part
-        for part in language.compile[1:]
-        if not part.startswith(("-J", "{box}", "-d")) and part != "{box}"
-    ]
+    options = [part for part in language.compile[1:] if not part.startswith(("-J", "{box}", "-d"))]
     # javac's own default class path is the working folder (the box); in one JVM it
     # would be the JVM's (our jar), so it is given.
     options += ["-proc:none", "-classpath", BOX]
@@ -540,8 +536,8 @@ def javac_batch(sandbox: Sandbox, language: Language) -> tuple[Path, Path | None
     if key in _failed_archives:
         return None
     build = (
-        f"/usr/bin/javac -proc:none -d {BOX}/classes {BOX}/CodeloopJavac.java && "
-        f"/usr/bin/jar cf {BOX}/{_JAVAC_BATCH_JAR} -C {BOX}/classes ."
+        f"{language.compile[0]} -proc:none -d {BOX}/classes {BOX}/CodeloopJavac.java && "
+        f"{Path(language.compile[0]).parent}/jar cf {BOX}/{_JAVAC_BATCH_JAR} -C {BOX}/classes ."
     )
     try:
         jar_folder = build_once(
@@ -694,6 +690,10 @@ _GO_RUNTIME_PACKAGES = (
     "github.com/stretchr/testify/assert",
 )
 """What the trusted Go files and HumanEval-X's tests import."""
+GOCACHE_MOUNT = "/gocache"
+"""Where a Go compile sees the shared build cache (`gocache` in the cache root)."""
+_go_warmed: set[str] = set()
+"""Warm-up keys this process saw done: the check is a dict lookup, not a build's stat."""
 
 
 def go_warm_cache(sandbox: Sandbox, language: Language, env: dict[str, str]) -> None:
@@ -706,7 +706,7 @@ def go_warm_cache(sandbox: Sandbox, language: Language, env: dict[str, str]) -> 
     packages = sorted({*_GO_STD, *_GO_RUNTIME_PACKAGES})
     key = sha256_json({"go": toolchain_version(language.name), "env": env, "packages": packages})
     key = key[:16]
-    if key in _failed_archives:
+    if key in _failed_archives or key in _go_warmed:
         return
     gocache = shared_folder("gocache", sandbox.backend.compile_uid)
     command = f"{shlex.join([GO, 'build', *packages])} && : > {BOX}/warmed"
@@ -717,12 +717,14 @@ def go_warm_cache(sandbox: Sandbox, language: Language, env: dict[str, str]) -> 
             key,
             {},
             ["/bin/sh", "-c", command],
-            {**env, "GOCACHE": "/gocache"},
+            {**env, "GOCACHE": GOCACHE_MOUNT},
             "warmed",
-            binds=[(str(gocache), "/gocache", True)],
+            binds=[(str(gocache), GOCACHE_MOUNT, True)],
         )
     except ValueError:
         _failed_archives.add(key)
+        return
+    _go_warmed.add(key)
 
 
 def _go(
