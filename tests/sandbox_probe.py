@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from codeloop.sandbox import warm
+from codeloop.sandbox import javac_service, warm
 from codeloop.sandbox.harness import COMPILE_UID, RUN_UID_BASE, RUN_UID_SLOTS
 
 
@@ -76,6 +76,14 @@ def warm_host(pid: int, cmdline: str) -> bool:
     return depth == 3 and name == warm.READY_NAME
 
 
+def javac_host(pid: int, uid: int, cmdline: str) -> bool:
+    """A worker's javac service (its bwrap and JVM), which lives as long as its worker:
+    trusted code, started as the compile uid; a check's processes run as run uids, and
+    a compile step's end with its own pid namespace."""
+    serving = cmdline.rstrip().endswith(f"{javac_service.SERVICE_CLASS} --serve")
+    return serving and (os.geteuid() != 0 or uid == COMPILE_UID) and 0 < namespace_depth(pid) <= 2
+
+
 def sandbox_processes() -> list[tuple[int, str]]:
     """Processes still running as a sandbox uid, or with a sandbox command line."""
     sandbox_uids = set(range(RUN_UID_BASE, RUN_UID_BASE + RUN_UID_SLOTS)) | {COMPILE_UID}
@@ -84,6 +92,7 @@ def sandbox_processes() -> list[tuple[int, str]]:
         for pid, (uid, cmdline) in processes().items()
         if ((os.geteuid() == 0 and uid in sandbox_uids) or cmdline.startswith("/usr/bin/bwrap"))
         and not warm_host(pid, cmdline)
+        and not javac_host(pid, uid, cmdline)
     ]
 
 

@@ -20,9 +20,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox import harness
+from codeloop.sandbox import harness, javac_service
 from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
-from codeloop.sandbox.function_tests import GOCACHE_MOUNT, TestBuild, TestContext, compose
+from codeloop.sandbox.function_tests import (
+    GOCACHE_MOUNT,
+    JAVAC_BATCH_JAR,
+    JAVAC_BATCH_MOUNT,
+    TestBuild,
+    TestContext,
+    compose,
+    javac_batch,
+)
 from codeloop.sandbox.languages import Language, get, toolchain_version
 from codeloop.sandbox.warm import WarmPython
 from codeloop.sandbox.warm import enabled as warm_enabled
@@ -271,11 +279,16 @@ class Sandbox:
         warm = warm_enabled() and self.backend.name == "bwrap"
         self.warm = WarmPython(self.backend) if warm else None
         """The worker's warm Python sandbox (None: every check starts a cold one)."""
+        service = javac_service.enabled() and self.backend.name == "bwrap"
+        self.javac = javac_service.JavacService(self.backend, self.scratch) if service else None
+        """The worker's javac JVM (None: every Java compile starts its own)."""
 
     def close(self) -> None:
         """Stop the warm sandbox and remove its cgroups (the worker is done)."""
         if self.warm is not None:
             self.warm.stop()
+        if self.javac is not None:
+            self.javac.stop()
 
     def describe(self) -> str:
         text = self.backend.describe()
@@ -394,7 +407,9 @@ class Sandbox:
         outcome = self.cache.load(key, box)
         elapsed = 0.0
         if outcome is None:
-            run = self._run_compiler(argv, box, env, binds, limits)
+            run = self._compile_in_service(language, argv, box, files, limits)
+            if run is None:
+                run = self._run_compiler(argv, box, env, binds, limits)
             elapsed = run.wall_ms
             stderr = _decode(run.stderr) + _decode(run.stdout)
             if run.setup_error:  # from bwrap's status pipe, never from compiler output
@@ -414,6 +429,34 @@ class Sandbox:
             feedback = _compile_feedback(outcome["stderr"])
             return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
         return None, elapsed
+
+    def _compile_in_service(
+        self,
+        language: Language,
+        argv: list[str],
+        box: Path,
+        files: dict[str, bytes],
+        limits: SandboxLimits,
+    ) -> harness.RunResult | None:
+        """A Java compile by the worker's javac service (None: compile the one-shot way)."""
+        if self.javac is None or language.name != "java":
+            return None
+        batch = javac_batch(self, language)
+        if batch is None:
+            return None
+        request = javac_service.groups_of(argv, f"{JAVAC_BATCH_MOUNT}/{JAVAC_BATCH_JAR}")
+        if request is None:
+            return None
+        return self.javac.compile(
+            language,
+            batch[0],
+            JAVAC_BATCH_MOUNT,
+            JAVAC_BATCH_JAR,
+            request,
+            box,
+            files,
+            self._compile_limits(limits),
+        )
 
     def _run_compiler(
         self,

@@ -465,8 +465,8 @@ public class Main {
 the archive dumped from that run (`javac_batch`) maps them into every later compile."""
 
 
-_JAVAC_BATCH_MOUNT = "/javacbatch"
-_JAVAC_BATCH_JAR = "codeloop-javac.jar"
+JAVAC_BATCH_MOUNT = "/javacbatch"
+JAVAC_BATCH_JAR = "codeloop-javac.jar"
 _JAVAC_BATCH_ARCHIVE = "codeloop-javac.jsa"
 
 
@@ -502,11 +502,11 @@ def _javac_steps(sandbox: Sandbox, language: Language, sources: list[str]) -> _J
         return _JavaCompile(["/bin/sh", "-c", " && ".join(map(shlex.join, steps))], [])
     jar_folder, archive_folder = batch
     argv = [language.run[0], *_javac_jvm_flags(language, "")]
-    binds = [(str(jar_folder), _JAVAC_BATCH_MOUNT, False)]
+    binds = [(str(jar_folder), JAVAC_BATCH_MOUNT, False)]
     if archive_folder is not None:
         argv.append(f"-XX:SharedArchiveFile={_JAVAC_CDS_MOUNT}/{_JAVAC_BATCH_ARCHIVE}")
         binds.append((str(archive_folder), _JAVAC_CDS_MOUNT, False))
-    argv += ["-cp", f"{_JAVAC_BATCH_MOUNT}/{_JAVAC_BATCH_JAR}", "CodeloopJavac"]
+    argv += ["-cp", f"{JAVAC_BATCH_MOUNT}/{JAVAC_BATCH_JAR}", "CodeloopJavac"]
     for index, group in enumerate(groups):
         argv += [*(["--"] if index else []), *group]
     return _JavaCompile(argv, binds)
@@ -537,7 +537,7 @@ def javac_batch(sandbox: Sandbox, language: Language) -> tuple[Path, Path | None
         return None
     build = (
         f"{language.compile[0]} -proc:none -d {BOX}/classes {BOX}/CodeloopJavac.java && "
-        f"{Path(language.compile[0]).parent}/jar cf {BOX}/{_JAVAC_BATCH_JAR} -C {BOX}/classes ."
+        f"{Path(language.compile[0]).parent}/jar cf {BOX}/{JAVAC_BATCH_JAR} -C {BOX}/classes ."
     )
     try:
         jar_folder = build_once(
@@ -547,7 +547,7 @@ def javac_batch(sandbox: Sandbox, language: Language) -> tuple[Path, Path | None
             {"CodeloopJavac.java": javabox.batch_compiler_source()},
             ["/bin/sh", "-c", build],
             {},
-            _JAVAC_BATCH_JAR,
+            JAVAC_BATCH_JAR,
         )
     except ValueError:
         _failed_archives.add(key)
@@ -559,7 +559,7 @@ def javac_batch(sandbox: Sandbox, language: Language) -> tuple[Path, Path | None
         *jvm_flags,
         f"-XX:ArchiveClassesAtExit={BOX}/{_JAVAC_BATCH_ARCHIVE}",
         "-cp",
-        f"{_JAVAC_BATCH_MOUNT}/{_JAVAC_BATCH_JAR}",
+        f"{JAVAC_BATCH_MOUNT}/{JAVAC_BATCH_JAR}",
         "CodeloopJavac",
         "-proc:none",
         "-d",
@@ -575,7 +575,7 @@ def javac_batch(sandbox: Sandbox, language: Language) -> tuple[Path, Path | None
             dump,
             {},
             _JAVAC_BATCH_ARCHIVE,
-            binds=[(str(jar_folder), _JAVAC_BATCH_MOUNT, False)],
+            binds=[(str(jar_folder), JAVAC_BATCH_MOUNT, False)],
         )
     except ValueError:
         _failed_archives.add(key + "-cds")

@@ -262,7 +262,7 @@ def bind_args(
     return [*args, "--chdir", cwd, "--"]
 
 
-def _base_env(extra: dict[str, str]) -> dict[str, str]:
+def base_env(extra: dict[str, str]) -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
@@ -373,7 +373,7 @@ def _run_own(
     compile_step: bool = False,
 ) -> RunResult:
     """`run` without a partner; `extra_fds` are handed to the command (and closed here)."""
-    full_env = _base_env(env or {})
+    full_env = base_env(env or {})
     uid = backend.compile_uid if compile_step else backend.run_uid
     cwd = BOX if compile_step else "/work"
     if backend.name == "bwrap":
@@ -399,7 +399,7 @@ def _run_own(
             # stderr is never consulted for that. _supervise closes our write end.
             status_read, status_write = os.pipe()
             extra = ["--json-status-fd", str(status_write)]
-            filter_args, filter_fds = _seccomp_args()
+            filter_args, filter_fds = seccomp_args()
             extra += filter_args
             passed += (status_write, *filter_fds)
             command = [command[0], *extra, *command[1:]]
@@ -441,12 +441,12 @@ def _run_with_partner(
         os.fchmod(fd, 0o666)
     own = {"requests": str(requests_write), "replies": str(replies_read)}
     theirs = {"requests": str(requests_read), "replies": str(replies_write)}
-    full_env = _base_env(env or {})
+    full_env = base_env(env or {})
     command = [
         *bind_args(box, False, limits, binds, full_env, "/work"),
         *[part.format(**theirs) for part in partner],
     ]
-    filter_args, filter_fds = _seccomp_args()
+    filter_args, filter_fds = seccomp_args()
     command = [command[0], *filter_args, *command[1:]]
     passed = (requests_read, replies_write, *filter_fds)
     cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes, RUN_CPU_QUOTA)
@@ -493,7 +493,7 @@ def _run_with_partner(
         reap_orphans()
 
 
-def _seccomp_args() -> tuple[list[str], tuple[int, ...]]:
+def seccomp_args() -> tuple[list[str], tuple[int, ...]]:
     """bwrap's `--seccomp FD` and the fd holding the filter (nothing where unavailable)."""
     if not seccomp.available():
         return [], ()

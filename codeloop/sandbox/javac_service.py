@@ -1,0 +1,303 @@
+"""A worker's javac service: one warm JVM compiles every Java program of the worker.
+
+A fresh javac spends most of a HumanEval-X compile starting and warming its JVM (about
+0.5 s per half, two halves per check); a JVM that keeps running compiles the same
+sources several times faster. The service is `CodeloopJavac --serve` (javabox) in a
+long-lived bubblewrap sandbox of its own, as the compile uid, with the compile steps'
+seccomp filter, no network and a memory cap. It only ever sees source text: for each
+compile the worker copies the sources into the service's folder (mounted at /box, so
+javac's arguments and messages are the one-shot compile's own), sends the argument
+groups, and moves back the regular files javac wrote. The folder is emptied before
+each compile, and every compile is a fresh javac run, so nothing of one compile is
+seen by the next.
+
+Anything unexpected (the service died, a malformed reply, a javac status other than
+0 or 1, a file that is not regular) returns None and the caller compiles the one-shot
+way, under the usual limits; a compile that outruns its wall limit is a timeout, as
+the one-shot compile's would be. `CODELOOP_JAVAC_SERVICE=off` turns the service off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from codeloop.sandbox import harness
+from codeloop.sandbox.cgroups import RunCgroup
+from codeloop.sandbox.languages import BOX, Language
+
+SERVICE_CLASS = "CodeloopJavac"
+_MAX_REQUESTS = 400
+"""Compiles before the JVM is replaced (bounds what a long life accumulates)."""
+_START_GRACE_S = 30.0
+"""The first compile also pays the JVM's start: its deadline is this much longer."""
+_HEAP = "-Xmx768m"
+_LIMITS = harness.RunLimits(
+    wall_s=0,  # unused: the service lives as long as its worker
+    cpu_s=24 * 3600,  # RLIMIT_CPU: a JVM that has spent this is replaced
+    memory_mib=2048,
+    output_bytes=1 << 20,
+    processes=512,
+    workdir_mib=512,
+    address_space=False,
+    virtual_overhead_mib=4096,
+    file_size_mib=512,
+)
+_MIB = 1 << 20
+
+
+def enabled() -> bool:
+    """Whether workers compile Java in a javac service (CODELOOP_JAVAC_SERVICE)."""
+    return os.environ.get("CODELOOP_JAVAC_SERVICE", "").lower() not in ("off", "0", "no")
+
+
+def groups_of(argv: list[str], jar: str) -> list[str] | None:
+    """The service request equal to the one-shot compile `argv`, or None if it has none.
+
+    Two forms: the batch compiler (`java ... -cp JAR CodeloopJavac GROUPS`) and plain
+    javac (`javac -J... OPTIONS FILES`), which gets the options the batch compiler adds
+    for the same meaning in a shared JVM: `-proc:none` and the class path javac would
+    default to in a one-shot compile (its working folder, /box).
+    """
+    if SERVICE_CLASS in argv and jar in argv:
+        return argv[argv.index(SERVICE_CLASS) + 1 :]
+    if Path(argv[0]).name == "javac" and "-classpath" not in argv and "-cp" not in argv:
+        options = [arg for arg in argv[1:] if not arg.startswith("-J")]
+        return ["-proc:none", "-classpath", BOX, *options]
+    return None
+
+
+class JavacService:
+    """One worker's javac JVM: started on first use, replaced when it fails."""
+
+    def __init__(self, backend: harness.Backend, scratch: Path) -> None:
+        self.backend = backend
+        self.scratch = scratch
+        self._process: subprocess.Popen[bytes] | None = None
+        self._cgroup: RunCgroup | None = None
+        self._folder: Path | None = None
+        self._requests = 0
+        self._pending = b""
+
+    @property
+    def pid(self) -> int | None:
+        """The service's bwrap process (None: not running)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def folder(self) -> Path | None:
+        """The host folder the service sees as /box (None: not running)."""
+        return self._folder
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+
+    def _start(self, language: Language, jar_folder: Path, jar_mount: str, jar: str) -> bool:
+        assert language.compile is not None
+        self._folder = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        env = harness.base_env(dict(language.env))
+        binds = [(str(jar_folder), jar_mount, False)]
+        args = harness.bind_args(self._folder, True, _LIMITS, binds, env, BOX)
+        filter_args, filter_fds = harness.seccomp_args()
+        jvm = [part[2:] for part in language.compile if part.startswith("-J")]
+        jvm = [flag for flag in jvm if not flag.startswith(("-Xshare", "-XX:SharedArchive"))]
+        command = [
+            args[0],
+            *filter_args,
+            *args[1:],
+            language.run[0],
+            *jvm,
+            _HEAP,
+            "-XX:+ExitOnOutOfMemoryError",
+            "-cp",
+            f"{jar_mount}/{jar}",
+            SERVICE_CLASS,
+            "--serve",
+        ]
+        self._cgroup = self.backend.cgroups.create(_LIMITS.memory_mib * _MIB, _LIMITS.processes)
+        procs = self._cgroup.procs_files if self._cgroup else []
+        capped = self._cgroup is not None and self._cgroup.caps_memory
+        uid = self.backend.compile_uid
+        try:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={},
+                cwd="/",
+                close_fds=True,
+                pass_fds=filter_fds,
+                preexec_fn=lambda: harness.child_setup(procs, _LIMITS, uid, 0o022, capped),
+            )
+        except (OSError, subprocess.SubprocessError):
+            self.stop()
+            return False
+        finally:
+            for fd in filter_fds:
+                os.close(fd)
+        harness.keep_child(self._process.pid)
+        self._requests = 0
+        self._pending = b""
+        return True
+
+    def stop(self) -> None:
+        """Kill the JVM and its sandbox; remove its folder and cgroup."""
+        process, self._process = self._process, None
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                process.kill()
+            with contextlib.suppress(ChildProcessError, subprocess.TimeoutExpired):
+                process.wait(timeout=5)
+            for pipe in (process.stdin, process.stdout):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+            harness.keep_child(process.pid, kept=False)
+        if self._cgroup is not None:
+            self._cgroup.destroy()
+            self._cgroup = None
+        if self._folder is not None:
+            harness.remove_box(self._folder)
+            self._folder = None
+
+    def compile(
+        self,
+        language: Language,
+        jar_folder: Path,
+        jar_mount: str,
+        jar: str,
+        request: list[str],
+        box: Path,
+        files: dict[str, bytes],
+        limits: harness.RunLimits,
+    ) -> harness.RunResult | None:
+        """Compile `files` (already in `box`) with javac arguments `request`; the outputs
+        land in `box`. None: the service could not answer (compile the one-shot way)."""
+        if any("\n" in arg or "\0" in arg for arg in request):
+            return None
+        running = self._process is not None and self._process.poll() is None
+        if not running or self._requests >= _MAX_REQUESTS:
+            self.stop()
+            if not self._start(language, jar_folder, jar_mount, jar):
+                return None
+        assert self._process is not None and self._folder is not None
+        started = time.monotonic()
+        grace = _START_GRACE_S if self._requests == 0 else 0.0
+        self._requests += 1
+        try:
+            _empty(self._folder)
+            for name, content in files.items():
+                target = self._folder / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+            _chown_tree(self._folder, self.backend.compile_uid)
+            reply = self._ask(request, started + limits.wall_s + grace, limits.output_bytes)
+        except OSError:
+            reply = None
+        if reply is None or reply == "timeout":
+            self.stop()
+            if reply is None:
+                return None
+            return harness.RunResult(
+                None, None, b"", b"", (time.monotonic() - started) * 1000, timed_out=True
+            )
+        status, stderr, stdout = reply
+        if status not in (0, 1) or not _move_outputs(self._folder, box, set(files)):
+            self.stop()
+            return None
+        wall_ms = (time.monotonic() - started) * 1000
+        return harness.RunResult(status, None, stdout, stderr, wall_ms)
+
+    def _ask(
+        self, request: list[str], deadline: float, output_bytes: int
+    ) -> tuple[int, bytes, bytes] | str | None:
+        """Send one request, read its reply: (status, stderr, stdout), "timeout" or None."""
+        assert self._process is not None
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write("\0".join(request).encode() + b"\n")
+        self._process.stdin.flush()
+        fd = self._process.stdout.fileno()
+        header = self._read_until(fd, deadline, lambda data: b"\n" in data, 64)
+        if not isinstance(header, bytes):
+            return header
+        line, self._pending = header.split(b"\n", 1)
+        try:
+            status, err_length, out_length = (int(part) for part in line.split())
+        except ValueError:
+            return None
+        size = err_length + out_length
+        if min(status, err_length, out_length) < 0 or size > output_bytes:
+            return None
+        body = self._read_until(fd, deadline, lambda data: len(data) >= size, size)
+        if not isinstance(body, bytes) or len(body) != size:
+            return None
+        self._pending = b""
+        return status, body[:err_length], body[err_length:]
+
+    def _read_until(self, fd: int, deadline: float, done: object, limit: int) -> bytes | str | None:
+        """Read `fd` into the pending bytes until `done(data)`; "timeout" or None (EOF)."""
+        data = self._pending
+        while not done(data):  # type: ignore[operator]
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            data += chunk
+            if not done(data) and len(data) > limit:  # type: ignore[operator]
+                return None
+        self._pending = b""
+        return data
+
+
+def _empty(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _chown_tree(folder: Path, owner: int | None) -> None:
+    if owner is None:
+        return
+    for root, dirs, names in os.walk(folder):
+        for name in [*dirs, *names]:
+            os.chown(os.path.join(root, name), owner, owner)
+
+
+def _move_outputs(folder: Path, box: Path, sources: set[str]) -> bool:
+    """Move what javac wrote (every regular file but the sources) into `box`.
+
+    False if the folder holds anything but regular files and folders: javac never makes
+    one, so the service is not trusted with this compile.
+    """
+    for root, dirs, names in os.walk(folder):
+        for name in [*dirs, *names]:
+            path = os.path.join(root, name)
+            if os.path.islink(path) or not (os.path.isdir(path) or os.path.isfile(path)):
+                return False
+    for root, _dirs, names in os.walk(folder):
+        for name in names:
+            path = Path(root) / name
+            relative = path.relative_to(folder).as_posix()
+            if relative in sources:
+                continue
+            target = box / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    return True

@@ -1,0 +1,214 @@
+"""The worker's javac service: one-shot verdicts and messages, nothing carried over.
+
+Every compile here is real javac, in the service's sandbox or in a one-shot compile
+step; every program runs in bubblewrap.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from codeloop.config import SandboxLimits
+from codeloop.data import HUMANEVAL_X
+from codeloop.evaluate import load_humaneval_x
+from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.sandbox import javac_service, seccomp
+from codeloop.sandbox.check import Check, CheckRequest, Sandbox
+from codeloop.sandbox.harness import COMPILE_UID
+from tests.sandbox_probe import descendants
+
+LIMITS = SandboxLimits(time_s=10, compile_time_s=60)
+STDIO_OK = (
+    "import java.util.*;\n"
+    "public class Main {\n"
+    "    public static void main(String[] args) {\n"
+    "        Scanner in = new Scanner(System.in);\n"
+    "        System.out.println(Helper.twice(in.nextInt()));\n"
+    "    }\n"
+    "}\n"
+    "class Helper {\n"
+    "    static int twice(int x) { return 2 * x; }\n"
+    "}\n"
+)
+# Uses the class the previous program defined, without defining it.
+STDIO_BORROWS = (
+    "public class Main {\n"
+    "    public static void main(String[] args) {\n"
+    "        System.out.println(Helper.twice(21));\n"
+    "    }\n"
+    "}\n"
+)
+STDIO_BROKEN = (
+    "public class Main {\n"
+    "    public static void main(String[] args) {\n"
+    "        System.out.println(undefinedName);\n"
+    "    }\n"
+    "}\n"
+)
+WRONG_BODY = "        return false;\n    }\n}\n"
+BROKEN_BODY = "        return undefinedName;\n    }\n}\n"
+
+
+@pytest.fixture(scope="module")
+def function_requests() -> dict[str, CheckRequest]:
+    problems = load_humaneval_x(HUMANEVAL_X, ["java"])
+    row = problems.rows["Java/0"]
+    found = {}
+    for kind, body in (("canonical", None), ("wrong", WRONG_BODY), ("broken", BROKEN_BODY)):
+        job = humaneval_x_job(row, row["canonical_solution"] if body is None else body)
+        found[kind] = CheckRequest(
+            language="java",
+            program=job.program,
+            test=job.test,
+            prompt=job.prompt,
+            entry_point=job.entry_point,
+            limits=LIMITS,
+        )
+    return found
+
+
+def stdio(program: str, given: str = "4\n", expected: str = "8\n") -> CheckRequest:
+    return CheckRequest(
+        language="java",
+        program=program,
+        cases=[{"input": given, "output": expected}],
+        limits=LIMITS,
+    )
+
+
+def fresh(request: CheckRequest) -> CheckRequest:
+    """`request` with a program no compile cache holds (a unique trailing comment), so
+    that it is compiled, not loaded."""
+    program = f"{request.program}\n// {uuid.uuid4().hex}\n"
+    return request.model_copy(update={"program": program})
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch):
+    """A worker with the javac service."""
+    monkeypatch.delenv("CODELOOP_JAVAC_SERVICE", raising=False)
+    sandbox = Sandbox("bwrap", worker=11)
+    assert sandbox.javac is not None
+    yield sandbox
+    sandbox.close()
+
+
+def one_shot(monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    monkeypatch.setenv("CODELOOP_JAVAC_SERVICE", "off")
+    sandbox = Sandbox("bwrap", worker=12)
+    assert sandbox.javac is None
+    return sandbox
+
+
+def comparable(check: Check) -> tuple:
+    """What a verdict says, without timings."""
+    return check.status, check.feedback, check.cases_passed, check.cases_total
+
+
+def test_the_service_gives_the_one_shot_verdicts_and_messages(
+    served: Sandbox,
+    function_requests: dict[str, CheckRequest],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    requests = {
+        **function_requests,
+        "stdio": stdio(STDIO_OK),
+        "stdio wrong": stdio(STDIO_OK, expected="9\n"),
+        "stdio broken": stdio(STDIO_BROKEN),
+    }
+    by_service = {kind: served.check(fresh(request)) for kind, request in requests.items()}
+    assert served.javac is not None and served.javac.pid is not None, "the service never ran"
+    cold = one_shot(monkeypatch)
+    try:
+        by_one_shot = {kind: cold.check(fresh(request)) for kind, request in requests.items()}
+    finally:
+        cold.close()
+    assert {kind: check.status for kind, check in by_service.items()} == {
+        "canonical": "passed",
+        "wrong": "wrong_answer",
+        "broken": "compile_error",
+        "stdio": "passed",
+        "stdio wrong": "wrong_answer",
+        "stdio broken": "compile_error",
+    }
+    for kind in requests:
+        assert comparable(by_service[kind]) == comparable(by_one_shot[kind]), kind
+    # javac's own message, with the path every compile sees.
+    assert "/box/Main.java:3: error: cannot find symbol" in by_service["stdio broken"].feedback
+
+
+def test_a_class_one_compile_made_is_not_seen_by_the_next(served: Sandbox) -> None:
+    first = served.check(fresh(stdio(STDIO_OK)))
+    assert first.status == "passed", first.feedback
+    assert served.javac is not None
+    pid, folder = served.javac.pid, served.javac.folder
+    assert folder is not None
+    # Whatever a compile leaves in the service's folder, a source javac would find on
+    # its class path included, is gone before the next compile.
+    (folder / "Helper.java").write_text(
+        "class Helper { static int twice(int x) { return 2 * x; } }\n"
+    )
+    second = served.check(fresh(stdio(STDIO_BORROWS, expected="42\n")))
+    assert served.javac.pid == pid, "not the same service"
+    assert second.status == "compile_error", second.feedback
+    assert "cannot find symbol" in second.feedback
+
+
+def test_the_service_runs_in_its_sandbox_as_the_compile_uid(served: Sandbox) -> None:
+    assert served.check(fresh(stdio(STDIO_OK))).status == "passed"
+    assert served.javac is not None and served.javac.pid is not None
+    jvms = [
+        pid
+        for pid in descendants(served.javac.pid)
+        if "CodeloopJavac" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        and Path(f"/proc/{pid}/exe").name != "bwrap"
+    ]
+    jvm = next(pid for pid in jvms if os.readlink(f"/proc/{pid}/exe").endswith("java"))
+    status = Path(f"/proc/{jvm}/status").read_text()
+    uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
+    if os.geteuid() == 0:
+        assert uid == COMPILE_UID
+    for space in ("mnt", "net", "pid", "user"):
+        assert os.readlink(f"/proc/{jvm}/ns/{space}") != os.readlink(f"/proc/self/ns/{space}")
+    if seccomp.available():
+        assert "Seccomp:\t2" in status
+
+
+def test_a_dead_service_is_replaced_and_the_check_still_right(served: Sandbox) -> None:
+    assert served.check(fresh(stdio(STDIO_OK))).status == "passed"
+    assert served.javac is not None and served.javac.pid is not None
+    first = served.javac.pid
+    os.killpg(first, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while os.waitpid(first, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    again = served.check(fresh(stdio(STDIO_OK, given="5\n", expected="10\n")))
+    assert again.status == "passed", again.feedback
+    assert served.javac.pid is not None and served.javac.pid != first
+
+
+def test_requests_follow_the_one_shot_command() -> None:
+    jar = "/javacbatch/codeloop-javac.jar"
+    batch = ["/usr/bin/java", "-Xshare:auto", "-cp", jar, "CodeloopJavac", "-d", "/box/a"]
+    assert javac_service.groups_of([*batch, "/box/a/Main.java"], jar) == [
+        "-d",
+        "/box/a",
+        "/box/a/Main.java",
+    ]
+    plain = ["/usr/bin/javac", "-J-Xshare:auto", "-d", "/box", "/box/Main.java"]
+    assert javac_service.groups_of(plain, jar) == [
+        "-proc:none",
+        "-classpath",
+        "/box",
+        "-d",
+        "/box",
+        "/box/Main.java",
+    ]
+    assert javac_service.groups_of(["/bin/sh", "-c", "javac A && javac B"], jar) is None
+    assert javac_service.groups_of([*plain, "-classpath", "/elsewhere"], jar) is None
