@@ -10,6 +10,8 @@ with exit code 0 before the tests ran (a reward hack) is not a pass.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
@@ -303,6 +305,31 @@ def test_java_without_the_batch_compiler_runs_one_javac_per_half(
     for command, side in ((first, "a"), (second, "b")):
         assert command.startswith("/usr/bin/javac -J")
         assert f"-proc:none -classpath /box -d /box/{side} /box/{side}/M.java" in command
+
+
+@pytest.mark.parametrize("language", ["cpp", "rust"])
+def test_cpp_and_rust_halves_link_with_gold_where_installed(
+    problems: Problems, language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both halves link with gold (a third of ld.bfd's link time); CODELOOP_GOLD=off
+    (for benches) keeps ld.bfd. The canonical checks above run with gold."""
+    if not os.path.exists(function_tests.GOLD):
+        pytest.skip("binutils' gold is not installed here")
+    request = _request(problems, f"{PREFIX[language]}/0")
+    context = function_tests.TestContext(prompt=request.prompt, entry_point=request.entry_point)
+    sandbox = Sandbox("bwrap", worker=23)
+
+    def compile_command() -> str:
+        build = function_tests.compose(
+            sandbox, languages.get(language), request.program, request.test or "", 512, context
+        )
+        assert build.compile is not None and build.compile[:2] == ["/bin/sh", "-c"]
+        return build.compile[2]
+
+    gold = "-fuse-ld=gold" if language == "cpp" else "-C link-arg=-fuse-ld=gold"
+    assert [step.count(gold) for step in compile_command().split(" && ")] == [1, 1]
+    monkeypatch.setenv("CODELOOP_GOLD", "off")
+    assert "-fuse-ld" not in compile_command()
 
 
 def test_go_runs_every_test_function_as_go_test_finds_them(checks: dict) -> None:
