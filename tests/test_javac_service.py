@@ -18,7 +18,7 @@ from codeloop.config import SandboxLimits
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.suites import humaneval_x_job
-from codeloop.sandbox import javac_service, seccomp
+from codeloop.sandbox import harness, javac_service, languages, seccomp
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
 from codeloop.sandbox.harness import COMPILE_UID
 from tests.sandbox_probe import descendants
@@ -212,3 +212,36 @@ def test_requests_follow_the_one_shot_command() -> None:
     ]
     assert javac_service.groups_of(["/bin/sh", "-c", "javac A && javac B"], jar) is None
     assert javac_service.groups_of([*plain, "-classpath", "/elsewhere"], jar) is None
+
+
+CONCAT = (
+    "public class Main {\n"
+    "    public static void main(String[] args) {\n"
+    '        System.out.println("x = " + args.length);\n'
+    "    }\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("service", ["on", "off"])
+def test_string_concatenation_compiles_without_invokedynamic(
+    service: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """javac is asked for StringBuilder calls (`-XDstringConcat=inline`), so no JVM of a
+    check pays for the invokedynamic bootstrap; both compile paths pass it."""
+    monkeypatch.setenv("CODELOOP_JAVAC_SERVICE", service)
+    sandbox = Sandbox("bwrap", worker=11)
+    language = languages.get("java")
+    program = fresh(stdio(CONCAT)).program.encode()
+    box = harness.prepare_box(sandbox.scratch, sandbox.backend.compile_uid)
+    try:
+        (box / "Main.java").write_bytes(program)
+        (box / "Main.java").chmod(0o644)
+        failed, _ms = sandbox._compile(language, box, {"Main.java": program}, LIMITS)
+        assert failed is None, failed
+        compiled = (box / "Main.class").read_bytes()
+    finally:
+        harness.remove_box(box)
+        sandbox.close()
+    assert b"StringBuilder" in compiled
+    assert b"makeConcatWithConstants" not in compiled
