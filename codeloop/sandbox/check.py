@@ -284,7 +284,8 @@ class Sandbox:
         """The worker's javac JVM (None: every Java compile starts its own)."""
 
     def close(self) -> None:
-        """Stop the warm sandbox and remove its cgroups (the worker is done)."""
+        """Stop the warm sandbox and the javac service, and remove their cgroups (the
+        worker is done)."""
         if self.warm is not None:
             self.warm.stop()
         if self.javac is not None:
