@@ -245,3 +245,40 @@ def test_string_concatenation_compiles_without_invokedynamic(
         sandbox.close()
     assert b"StringBuilder" in compiled
     assert b"makeConcatWithConstants" not in compiled
+
+
+def test_the_worker_never_follows_a_link_the_service_left(tmp_path: Path) -> None:
+    """The service is a running process of another uid: what it puts in its folder
+    must not lead the worker (root) to another file of the machine."""
+    secret = tmp_path / "secret"
+    secret.write_text("host file\n")
+    folder, box = tmp_path / "folder", tmp_path / "box"
+    folder.mkdir()
+    box.mkdir()
+    (folder / "drv").mkdir()
+    (folder / "drv" / "Main.java").write_text("source")
+    (folder / "drv" / "Main.class").write_bytes(b"\xca\xfe\xba\xbe")
+    assert javac_service._move_outputs(folder, box, {"drv/Main.java"})
+    assert (box / "drv" / "Main.class").read_bytes() == b"\xca\xfe\xba\xbe"
+    assert not (box / "drv" / "Main.java").exists()  # the sources stay where they are
+    # A link to a host file, or a pipe, among the outputs: nothing is taken.
+    (folder / "drv" / "Leak.class").symlink_to(secret)
+    with pytest.raises(OSError):
+        javac_service._move_outputs(folder, tmp_path / "box2", {"drv/Main.java"})
+    (folder / "drv" / "Leak.class").unlink()
+    os.mkfifo(folder / "drv" / "Pipe.class")
+    assert not javac_service._move_outputs(folder, tmp_path / "box3", {"drv/Main.java"})
+    assert not (tmp_path / "box3").exists()
+    # A folder swapped for a link to a host folder: the sources are not written there.
+    javac_service._empty(folder)
+    assert list(folder.iterdir()) == []
+    (folder / "drv").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(OSError):
+        javac_service._write_sources(folder, {"drv/Main.java": b"source"}, None)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    # An existing file (a pipe would block a plain open) is never written through.
+    (folder / "drv").unlink()
+    os.mkfifo(folder / "Main.java")
+    with pytest.raises(FileExistsError):
+        javac_service._write_sources(folder, {"Main.java": b"source"}, None)

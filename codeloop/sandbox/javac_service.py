@@ -7,7 +7,7 @@ long-lived bubblewrap sandbox of its own, as the compile uid, with the compile s
 seccomp filter, no network and a memory cap. It only ever sees source text: for each
 compile the worker copies the sources into the service's folder (mounted at /box, so
 javac's arguments and messages are the one-shot compile's own), sends the argument
-groups, and moves back the regular files javac wrote. The folder is emptied before
+groups, and copies back the regular files javac wrote. The folder is emptied before
 each compile, and every compile is a fresh javac run, so nothing of one compile is
 seen by the next.
 
@@ -24,6 +24,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -196,11 +197,7 @@ class JavacService:
         self._requests += 1
         try:
             _empty(self._folder)
-            for name, content in files.items():
-                target = self._folder / name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(content)
-            _chown_tree(self._folder, self.backend.compile_uid)
+            _write_sources(self._folder, files, self.backend.compile_uid)
             reply = self._ask(request, started + limits.wall_s + grace, limits.output_bytes)
         except OSError:
             reply = None
@@ -212,7 +209,11 @@ class JavacService:
                 None, None, b"", b"", (time.monotonic() - started) * 1000, timed_out=True
             )
         status, stderr, stdout = reply
-        if status not in (0, 1) or not _move_outputs(self._folder, box, set(files)):
+        try:
+            moved = status in (0, 1) and _move_outputs(self._folder, box, set(files))
+        except OSError:
+            moved = False
+        if not moved:
             self.stop()
             return None
         wall_ms = (time.monotonic() - started) * 1000
@@ -264,40 +265,85 @@ class JavacService:
         return data
 
 
+_OUTPUT_BYTES = 64 << 20
+"""Most bytes of class files one compile may hand back."""
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+# The service's folder is written by a running process of another uid, so the worker
+# (root) never follows a path through it: everything below goes through file
+# descriptors opened without following symlinks, creates files exclusively and reads
+# only what fstat says is a regular file, so nothing the service does meanwhile can
+# point the worker at another file of the machine.
+
+
 def _empty(folder: Path) -> None:
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
+    """Remove everything in `folder` (rmtree walks by descriptors, never into a link)."""
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
         else:
-            entry.unlink()
+            os.unlink(entry.path)
 
 
-def _chown_tree(folder: Path, owner: int | None) -> None:
-    if owner is None:
-        return
-    for root, dirs, names in os.walk(folder):
-        for name in [*dirs, *names]:
-            os.chown(os.path.join(root, name), owner, owner)
+def _write_sources(folder: Path, files: dict[str, bytes], owner: int | None) -> None:
+    """Create `files` in `folder` (new files only; folders the compile uid may write)."""
+    for name, content in files.items():
+        *parents, leaf = name.split("/")
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for part in parents:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _OPEN_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                if owner is not None:
+                    os.fchown(fd, owner, owner)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS
+            out = os.open(leaf, flags, 0o644, dir_fd=fd)
+            try:
+                view = memoryview(content)
+                while view:
+                    view = view[os.write(out, view) :]
+                if owner is not None:
+                    os.fchown(out, owner, owner)
+            finally:
+                os.close(out)
+        finally:
+            os.close(fd)
 
 
 def _move_outputs(folder: Path, box: Path, sources: set[str]) -> bool:
-    """Move what javac wrote (every regular file but the sources) into `box`.
+    """Copy what javac wrote (every regular file but the sources) into `box`.
 
-    False if the folder holds anything but regular files and folders: javac never makes
-    one, so the service is not trusted with this compile.
+    False if the folder holds anything but regular files and folders (javac never
+    makes one) or more than _OUTPUT_BYTES: the service is not trusted with this compile.
     """
-    for root, dirs, names in os.walk(folder):
-        for name in [*dirs, *names]:
-            path = os.path.join(root, name)
-            if os.path.islink(path) or not (os.path.isdir(path) or os.path.isfile(path)):
+    found: dict[str, bytes] = {}
+    total = 0
+    for root, dirs, names, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        for name in dirs:
+            if not stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
                 return False
-    for root, _dirs, names in os.walk(folder):
         for name in names:
-            path = Path(root) / name
-            relative = path.relative_to(folder).as_posix()
-            if relative in sources:
-                continue
-            target = box / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
+            relative = (Path(root) / name).relative_to(folder).as_posix()
+            fd = os.open(name, os.O_RDONLY | _OPEN_FLAGS, dir_fd=dir_fd)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return False
+                if relative in sources:
+                    continue
+                with os.fdopen(os.dup(fd), "rb") as handle:
+                    data = handle.read(_OUTPUT_BYTES - total + 1)
+            finally:
+                os.close(fd)
+            total += len(data)
+            if total > _OUTPUT_BYTES:
+                return False
+            found[relative] = data
+    for relative, data in found.items():
+        target = box / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o644)
     return True
