@@ -163,13 +163,12 @@ def test_a_class_one_compile_made_is_not_seen_by_the_next(served: Sandbox) -> No
 def test_the_service_runs_in_its_sandbox_as_the_compile_uid(served: Sandbox) -> None:
     assert served.check(fresh(stdio(STDIO_OK))).status == "passed"
     assert served.javac is not None and served.javac.pid is not None
-    jvms = [
+    # Below the service's bwrap: bwrap's own child (pid 1 in the sandbox), then the JVM.
+    jvm = next(
         pid
         for pid in descendants(served.javac.pid)
-        if "CodeloopJavac" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        and Path(f"/proc/{pid}/exe").name != "bwrap"
-    ]
-    jvm = next(pid for pid in jvms if os.readlink(f"/proc/{pid}/exe").endswith("java"))
+        if os.readlink(f"/proc/{pid}/exe").endswith("/java")
+    )
     status = Path(f"/proc/{jvm}/status").read_text()
     uid = int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
     if os.geteuid() == 0:
