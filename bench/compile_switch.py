@@ -8,12 +8,15 @@ run seconds summed over workers (summary.json), and how many passed. The one-tim
 builds (crates, jars, headers) are in every run's wall time alike.
 
 Switches: `javac-service` (CODELOOP_JAVAC_SERVICE: Java compiles in the worker's warm
-javac JVM, or one JVM per compile) and `gold` (CODELOOP_GOLD: C++ and Rust test
-halves linked by gold, or by ld.bfd).
+javac JVM, or one JVM per compile), `gold` (CODELOOP_GOLD: C++ and Rust test
+halves linked by gold, or by ld.bfd), `cpp-quick-test` (CODELOOP_CPP_QUICK_TEST: the
+C++ test half at -O0, the codec's standard headers precompiled and the codec itself
+unoptimized; or both halves -O2 as before) and `rust-rpc-lib` (CODELOOP_RUST_RPC_LIB:
+the Rust codec linked as an rlib built once, or compiled into each crate).
 
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
-    python bench/compile_switch.py [--switch all|gold|javac-service] [--limit 164] [--repeats 2]
+    python bench/compile_switch.py [--switch all|NAME] [--limit 164] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -41,6 +44,18 @@ SWITCHES = {
         "one JVM per compile",
     ),
     "gold": ("CODELOOP_GOLD", ["cpp", "rust"], "gold", "ld.bfd"),
+    "cpp-quick-test": (
+        "CODELOOP_CPP_QUICK_TEST",
+        ["cpp"],
+        "test half -O0, codec headers precompiled",
+        "both halves -O2",
+    ),
+    "rust-rpc-lib": (
+        "CODELOOP_RUST_RPC_LIB",
+        ["rust"],
+        "codec rlib built once",
+        "codec compiled into each crate",
+    ),
 }
 
 

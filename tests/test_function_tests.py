@@ -103,6 +103,13 @@ JAVA_151_ASSERT_ONLY = (
 )
 
 
+# Fails unless the solution is compiled optimized: GCC folds a local constant into
+# `__builtin_constant_p` only when optimizing the function (1 at -O2, 0 at -O0).
+CPP_OPTIMIZED_ONLY = (
+    "    int codeloop_k = 3;\n    if (!__builtin_constant_p(codeloop_k)) return false;\n"
+)
+
+
 GO_TWICE = "func Twice(x int) int {\n    return 2 * x\n}\n"
 GO_TESTS = {
     # The first test fails without stopping (t.Errorf); the second passes after it.
@@ -137,6 +144,15 @@ def _request(problems: Problems, task_id: str, body: str | None = None) -> Check
     )
 
 
+def _compose(problems: Problems, task_id: str) -> function_tests.TestBuild:
+    request = _request(problems, task_id)
+    context = function_tests.TestContext(prompt=request.prompt, entry_point=request.entry_point)
+    language = languages.get(request.language)
+    return function_tests.compose(
+        Sandbox("bwrap", worker=23), language, request.program, request.test or "", 512, context
+    )
+
+
 @pytest.fixture(scope="module")
 def checks(problems: Problems) -> dict[tuple[str, str], Check]:
     """Every request of this module, checked in one batch: {(kind, task_id): Check}."""
@@ -157,6 +173,8 @@ def checks(problems: Problems) -> dict[tuple[str, str], Check]:
     wanted["assert-only", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_ASSERT_ONLY)
     wanted["silence", "JavaScript/0"] = _request(problems, "JavaScript/0", JS_SILENCE)
     wanted["assert-only", "Java/151"] = _request(problems, "Java/151", JAVA_151_ASSERT_ONLY)
+    canonical = problems.rows["CPP/0"]["canonical_solution"]
+    wanted["optimized", "CPP/0"] = _request(problems, "CPP/0", CPP_OPTIMIZED_ONLY + canonical)
     # A declaration whose types cannot cross (a pointer): refused, never one process.
     wanted["pointer", "cpp"] = CheckRequest(
         language="cpp",
@@ -258,7 +276,9 @@ def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:
     assert checks["canonical", "CPP/0"].passed
     root = cache_root()
     assert any(root.glob("rust-crates/*/librand-*.rlib"))
-    assert any(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))
+    # One per optimization level: the solution's half (-O2) and the test's (-O0).
+    assert len(list(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))) >= 2
+    assert any(root.glob("rust-rpc/*/libcodeloop_rpc_lib.rlib"))
     assert any(root.glob("javac-batch/*/codeloop-javac.jar"))
     assert any(root.glob("javac-batch-cds/*/codeloop-javac.jsa"))
 
@@ -315,14 +335,9 @@ def test_cpp_and_rust_halves_link_with_gold_where_installed(
     (for benches) keeps ld.bfd. The canonical checks above run with gold."""
     if not os.path.exists(function_tests.GOLD):
         pytest.skip("binutils' gold is not installed here")
-    request = _request(problems, f"{PREFIX[language]}/0")
-    context = function_tests.TestContext(prompt=request.prompt, entry_point=request.entry_point)
-    sandbox = Sandbox("bwrap", worker=23)
 
     def compile_command() -> str:
-        build = function_tests.compose(
-            sandbox, languages.get(language), request.program, request.test or "", 512, context
-        )
+        build = _compose(problems, f"{PREFIX[language]}/0")
         assert build.compile is not None and build.compile[:2] == ["/bin/sh", "-c"]
         return build.compile[2]
 
@@ -330,6 +345,54 @@ def test_cpp_and_rust_halves_link_with_gold_where_installed(
     assert [step.count(gold) for step in compile_command().split(" && ")] == [1, 1]
     monkeypatch.setenv("CODELOOP_GOLD", "off")
     assert "-fuse-ld" not in compile_command()
+
+
+def test_cpp_test_half_compiles_unoptimized_and_the_solution_as_written(
+    problems: Problems, checks: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trusted test half compiles at -O0 (half its compile time), the solution's half
+    with the language's -O2: our codec in it is unoptimized by a pragma that ends before
+    the program's first line, so the program is optimized as in a plain compile.
+    CODELOOP_CPP_QUICK_TEST=off (benches) compiles both halves at -O2."""
+    # Run in the sandbox: this solution returns a wrong answer unless it is optimized.
+    assert checks["optimized", "CPP/0"].passed, checks["optimized", "CPP/0"]
+    build = _compose(problems, "CPP/0")
+    assert build.compile is not None
+    server, main = build.compile[2].split(" && ")
+    assert " -O2 " in server and " -O0 " not in server
+    assert " -O0 " in main and " -O2 " not in main
+    source = build.files["server.cpp"].decode()
+    ours, program = source.split('#line 1 "main.cpp"\n')
+    assert ours.count("#pragma GCC push_options") == ours.count("#pragma GCC pop_options") == 2
+    assert ours.rstrip().endswith("#pragma GCC pop_options")
+    assert "#pragma" not in program
+    monkeypatch.setenv("CODELOOP_CPP_QUICK_TEST", "off")
+    build = _compose(problems, "CPP/0")
+    assert build.compile is not None
+    assert [" -O2 " in half for half in build.compile[2].split(" && ")] == [True, True]
+    assert "#pragma" not in build.files["server.cpp"].decode()
+
+
+def test_rust_halves_use_the_codec_library_built_once(
+    problems: Problems, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both Rust halves link `rustbox`'s codec compiled once as an rlib (mounted read-only)
+    instead of compiling its source into each crate; the canonical checks above run
+    this way. CODELOOP_RUST_RPC_LIB=off (benches) compiles the module into each crate."""
+    build = _compose(problems, "Rust/0")
+    assert build.compile is not None
+    extern = "--extern codeloop_rpc_lib=/rpclib/libcodeloop_rpc_lib.rlib"
+    assert [extern in half for half in build.compile[2].split(" && ")] == [True, True]
+    assert ("/rpclib" in [mount for _, mount, _ in build.binds]) is True
+    assert all(not writable for _, _, writable in build.binds)
+    assert "codeloop_rpc.rs" not in build.files
+    for half in ("server.rs", "main.rs"):
+        assert "pub use ::codeloop_rpc_lib::*;" in build.files[half].decode()
+    monkeypatch.setenv("CODELOOP_RUST_RPC_LIB", "off")
+    build = _compose(problems, "Rust/0")
+    assert build.compile is not None and "codeloop_rpc_lib" not in build.compile[2]
+    assert "codeloop_rpc.rs" in build.files
+    assert '#[path = "codeloop_rpc.rs"]' in build.files["main.rs"].decode()
 
 
 def test_go_runs_every_test_function_as_go_test_finds_them(checks: dict) -> None:

@@ -144,8 +144,12 @@ def fast_link() -> tuple[str, ...]:
     """gcc's option to link with binutils' gold where it is installed: a HumanEval-X test
     half links in about a third of ld.bfd's time (C++ and Rust: two links per check),
     and the program it writes does the same. `CODELOOP_GOLD=off`: ld.bfd (benches)."""
-    off = os.environ.get("CODELOOP_GOLD", "").lower() in ("off", "0", "no")
-    return () if off or not os.path.exists(GOLD) else ("-fuse-ld=gold",)
+    return () if switched_off("CODELOOP_GOLD") or not os.path.exists(GOLD) else ("-fuse-ld=gold",)
+
+
+def switched_off(variable: str) -> bool:
+    """Whether a compile speed-up's environment switch says off (benches compare both)."""
+    return os.environ.get(variable, "").lower() in ("off", "0", "no")
 
 
 def _nonce() -> str:
@@ -328,27 +332,37 @@ def _cpp(
     if sig is not None and language.compile is not None:
         nonce = _nonce()
         prompt = context.prompt
-        # As HumanEval-X's harness adds to every program (a task's prompt may omit some).
-        common = "".join(f"#include <{name}>\n" for name in CPP_COMMON_HEADERS)
+        quick = not switched_off("CODELOOP_CPP_QUICK_TEST")
+        # The solution's half is compiled with the language's own flags (-O2): what the
+        # program does, undefined behaviour included, is what a plain compile gives.
+        # The test's half is trusted code that only calls and compares: -O0 compiles it
+        # in about half the time, and SSE arithmetic gives the same values at any -O.
         flags = [part for part in language.compile[1:] if part.startswith(("-O", "-std="))]
+        test_flags = flags
+        if quick:
+            test_flags = [part for part in flags if not part.startswith("-O")] + ["-O0"]
         libraries = [part for part in language.compile if part.startswith("-l")]
-        compiler = language.compile[0]
         binds: list[tuple[str, str, bool]] = []
-        folder = cpp_common_pch(sandbox, language)
-        if folder is not None:
-            # The same headers, parsed once per compiler: half of each compile's time.
-            common = f"#include <{_CPP_PCH_NAME}>\n"
-            flags = [f"-I{_CPP_PCH_MOUNT}", *flags]
-            binds.append((str(folder), _CPP_PCH_MOUNT, False))
-        flags = [*flags, *fast_link()]
-        steps = [
-            [compiler, *flags, "-o", f"{BOX}/server", f"{BOX}/server.cpp", *libraries],
-            [compiler, *flags, "-o", f"{BOX}/main", f"{BOX}/main.cpp", *libraries],
-        ]
+        steps, common = [], []
+        for half, half_flags, mount in (
+            ("server", flags, _CPP_PCH_MOUNT),
+            ("main", test_flags, _CPP_TEST_PCH_MOUNT),
+        ):
+            include = _cpp_common_header(quick)
+            folder = cpp_common_pch(sandbox, language, half_flags, quick)
+            if folder is not None:
+                # The same headers, parsed once per compiler and flags: half of a compile.
+                include = f"#include <{_CPP_PCH_NAME}>\n"
+                half_flags = [f"-I{mount}", *half_flags]
+                binds.append((str(folder), mount, False))
+            common.append(include)
+            output = ["-o", f"{BOX}/{half}", f"{BOX}/{half}.cpp"]
+            steps.append([language.compile[0], *half_flags, *fast_link(), *output, *libraries])
+        server = cppbox.server_source(prompt, program, sig, quick_codec=quick)
         return TestBuild(
             files={
-                "server.cpp": (common + cppbox.server_source(prompt, program, sig)).encode(),
-                "main.cpp": (common + cppbox.test_source(prompt, test, sig)).encode(),
+                "server.cpp": (common[0] + server).encode(),
+                "main.cpp": (common[1] + cppbox.test_source(prompt, test, sig)).encode(),
                 cppbox.HEADER: cppbox.header(),
             },
             compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
@@ -376,19 +390,38 @@ CPP_COMMON_HEADERS = (
 """The headers HumanEval-X's official harness adds to every C++ program."""
 _CPP_PCH_NAME = "codeloop_common.h"
 _CPP_PCH_MOUNT = "/fnpch"
+_CPP_TEST_PCH_MOUNT = "/fnpch-test"
 
 
-def cpp_common_pch(sandbox: Sandbox, language: Language) -> Path | None:
+def _cpp_common_header(with_codec_headers: bool = True) -> str:
+    """What both halves include before anything else: HumanEval-X's common headers,
+    then the standard headers our codec header includes. Both halves include the codec
+    header before the program's text, so the second list changes nothing the program
+    sees; it only moves their parsing into the precompiled header."""
+    names = list(CPP_COMMON_HEADERS)
+    if with_codec_headers:
+        names += [name for name in cppbox.standard_headers() if name not in names]
+    return "".join(f"#include <{name}>\n" for name in names)
+
+
+def cpp_common_pch(
+    sandbox: Sandbox,
+    language: Language,
+    flags: Sequence[str] | None = None,
+    with_codec_headers: bool = True,
+) -> Path | None:
     """The common headers precompiled once per compiler and flags (None if that failed).
 
-    Parsing these headers is about half of a HumanEval-X compile. GCC uses the .gch
-    only when the flags match and silently parses the header otherwise, so a stale or
-    missing archive costs time, never correctness.
+    `flags`: the -O and -std options of the compile that will use it (default: the
+    language's). GCC uses the .gch only when they match and silently parses the header
+    otherwise, so a stale or missing archive costs time, never correctness.
     """
     if language.compile is None:
         return None
-    flags = [flag for flag in language.compile if flag.startswith(("-O", "-std="))]
-    header = "".join(f"#include <{name}>\n" for name in CPP_COMMON_HEADERS)
+    if flags is None:
+        flags = [flag for flag in language.compile if flag.startswith(("-O", "-std="))]
+    flags = [flag for flag in flags if flag.startswith(("-O", "-std="))]
+    header = _cpp_common_header(with_codec_headers)
     key = sha256_json({"g++": toolchain_version(language.name), "flags": flags, "h": header})
     if key in _failed_archives:
         return None
@@ -919,6 +952,36 @@ def rust_crates(sandbox: Sandbox) -> tuple[Path, dict[str, str]]:
     return folder, crates
 
 
+_RPC_MOUNT = "/rpclib"
+
+
+def rust_rpc_library(sandbox: Sandbox) -> Path | None:
+    """`rustbox`'s codec compiled once per toolchain as an rlib (None if that failed).
+
+    A test half is a few dozen lines beside our 400-line codec, whose type and borrow
+    checking took most of its compile. Built with the test halves' own flags, so the
+    codec behaves as when it is compiled into each crate; `CODELOOP_RUST_RPC_LIB=off`
+    compiles it into each crate (benches).
+    """
+    if switched_off("CODELOOP_RUST_RPC_LIB"):
+        return None
+    flags = [flag for flag in _RUST_FLAGS if flag != "--test"]
+    source = rustbox.module().decode()
+    key = sha256_json({"rustc": toolchain_version("rust"), "flags": flags, "source": source})
+    if key in _failed_archives:
+        return None
+    output = f"{BOX}/lib{rustbox.LIBRARY}.rlib"
+    argv = ["/usr/bin/rustc", *flags, "--crate-type", "rlib", "--crate-name", rustbox.LIBRARY]
+    argv += ["-o", output, f"{BOX}/{rustbox.MODULE}"]
+    try:
+        return build_once(
+            sandbox, "rust-rpc", key[:16], {rustbox.MODULE: source}, argv, {}, "*.rlib"
+        )
+    except ValueError:
+        _failed_archives.add(key)
+        return None
+
+
 def _rust(
     sandbox: Sandbox,
     language: Language,
@@ -943,6 +1006,12 @@ def _rust(
     )
     if found is not None:
         sigs, at = found
+        binds = [(str(folder), _CRATES_MOUNT, False)]
+        library = rust_rpc_library(sandbox)
+        with_library = library is not None
+        if library is not None:
+            binds.append((str(library), _RPC_MOUNT, False))
+            externs += ["--extern", f"{rustbox.LIBRARY}={_RPC_MOUNT}/lib{rustbox.LIBRARY}.rlib"]
         linked = ["-L", f"dependency={_CRATES_MOUNT}", *externs]
         linked += [arg for flag in fast_link() for arg in ("-C", f"link-arg={flag}")]
         server_flags = [flag for flag in _RUST_FLAGS if flag != "--test"]
@@ -952,9 +1021,11 @@ def _rust(
         ]
         return TestBuild(
             files={
-                "server.rs": rustbox.server_source(program, sigs).encode(),
-                "main.rs": rustbox.test_source(context.prompt, test, sigs, at).encode(),
-                rustbox.MODULE: rustbox.module(),
+                "server.rs": rustbox.server_source(program, sigs, with_library).encode(),
+                "main.rs": rustbox.test_source(
+                    context.prompt, test, sigs, at, with_library
+                ).encode(),
+                **({} if with_library else {rustbox.MODULE: rustbox.module()}),
             },
             compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
             run=[f"{BOX}/main", "--test-threads=1"],
@@ -964,7 +1035,7 @@ def _rust(
                 "CODELOOP_REQUESTS": "{requests}",
                 "CODELOOP_REPLIES": "{replies}",
             },
-            binds=[(str(folder), _CRATES_MOUNT, False)],
+            binds=binds,
             success_marker="test result: ok.",
         )
     missing = rustbox.solution_types(context.prompt, context.entry_point) if context.prompt else []

@@ -54,6 +54,11 @@ def header() -> bytes:
     return resources.files(__name__).joinpath(HEADER).read_bytes()
 
 
+def standard_headers() -> list[str]:
+    """The standard headers our codec header includes, in its order."""
+    return re.findall(r"^#include <([^>]+)>", header().decode(), re.MULTILINE)
+
+
 def signature(
     prompt: str, entry_point: str | None
 ) -> tuple[str, str, list[tuple[str, str]], int] | None:
@@ -93,8 +98,17 @@ def _prefix(prompt: str) -> str:
     return ""
 
 
-def server_source(prompt: str, program: str, sig: tuple) -> str:
-    """The solution's translation unit: our main first, then the program as written."""
+_UNOPTIMIZED = '#pragma GCC push_options\n#pragma GCC optimize ("O0")\n'
+"""Our codec in the solution's translation unit compiles at -O0 (about a sixth less
+compile time): it is trusted code whose speed does not matter next to a pipe's."""
+
+
+def server_source(prompt: str, program: str, sig: tuple, quick_codec: bool = False) -> str:
+    """The solution's translation unit: our main first, then the program as written.
+
+    `quick_codec`: our header and main are compiled unoptimized; the optimization
+    options return to the command line's before the program's first line.
+    """
     result, name, typed, _at = sig
     setup = "".join(
         line + "\n"
@@ -104,14 +118,20 @@ def server_source(prompt: str, program: str, sig: tuple) -> str:
     params = ", ".join(f"{kind} {arg}" for kind, arg in typed)
     # The exact overload: a name like `unique` or `search` is also std's.
     pointer = f"static_cast<{result} (*)({', '.join(kind for kind, _ in typed)})>(&{name})"
-    return (
-        f'{_prefix(prompt)}#include "{HEADER}"\n{setup}{result} {name}({params});\n'
+    codec = f'#include "{HEADER}"\n'
+    main = (
         "int main(int argc, char** argv) {\n"
         "  return codeloop::serve(argc, argv, [](codeloop::Reader& in) -> std::string {\n"
         "    std::string called = in.until('(');\n"
         f'    if (called == "{name}") return codeloop::answer({pointer}, in);\n'
         '    throw std::runtime_error("no function " + called);\n'
         "  });\n}\n"
+    )
+    if quick_codec:
+        # Not around `setup`: a header the prompt includes there is the program's too.
+        codec, main = (f"{_UNOPTIMIZED}{part}#pragma GCC pop_options\n" for part in (codec, main))
+    return (
+        f"{_prefix(prompt)}{codec}{setup}{result} {name}({params});\n{main}"
         f'#line 1 "main.cpp"\n{program}\n'
     )
 

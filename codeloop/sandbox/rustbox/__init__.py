@@ -60,6 +60,19 @@ def module() -> bytes:
     return resources.files(__name__).joinpath(MODULE).read_bytes()
 
 
+LIBRARY = "codeloop_rpc_lib"
+"""The crate name of `MODULE` compiled once as a library (`rustc --crate-type rlib`)."""
+
+
+def _module_item(linked: bool) -> str:
+    """The crate's `codeloop_rpc` module: the library's items where it is `linked` (its
+    type checking and borrow checking, most of a test half's compile, done once), else
+    the module's source compiled into the crate."""
+    if linked:
+        return f"mod codeloop_rpc {{\n    pub use ::{LIBRARY}::*;\n}}\n"
+    return f'#[path = "{MODULE}"]\nmod codeloop_rpc;\n'
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -359,8 +372,10 @@ def signatures(
     return chosen, stub.start()
 
 
-def server_source(program: str, sigs: list[Signature]) -> str:
-    """The solution's crate: the program in `mod solution`, our entry beside it, our main."""
+def server_source(program: str, sigs: list[Signature], linked: bool = False) -> str:
+    """The solution's crate: the program in `mod solution`, our entry beside it, our main.
+
+    `linked`: the codec comes from the `LIBRARY` crate (see `_module_item`)."""
     lines = [
         "    pub fn codeloop_entry(",
         "        input: &mut crate::codeloop_rpc::Reader,",
@@ -394,7 +409,7 @@ def server_source(program: str, sigs: list[Signature]) -> str:
     ]
     codecs = "".join(enum.codec("crate::codeloop_rpc") for enum in _enums(sigs))
     return (
-        f'#[path = "{MODULE}"]\nmod codeloop_rpc;\n\n'
+        f"{_module_item(linked)}\n"
         "fn main() {\n    codeloop_rpc::serve(solution::codeloop_entry);\n}\n\n"
         f"mod solution {{\n{program}\n\n" + "\n".join(lines) + f"\n{codecs}}}\n"
     )
@@ -408,8 +423,12 @@ def _enums(sigs: list[Signature]) -> list[Enum]:
     return list(found.values())
 
 
-def test_source(prompt: str, test: str, sigs: list[Signature], at: int) -> str:
-    """The test's crate: trusted prompt up to its open function, proxies, the test."""
+def test_source(
+    prompt: str, test: str, sigs: list[Signature], at: int, linked: bool = False
+) -> str:
+    """The test's crate: trusted prompt up to its open function, proxies, the test.
+
+    `linked`: the codec comes from the `LIBRARY` crate (see `_module_item`)."""
     proxies = []
     for sig in sigs:
         puts = "".join(f" codeloop_rpc::Put::put(&{p.name}, out);" for p in sig.params)
@@ -418,9 +437,4 @@ def test_source(prompt: str, test: str, sigs: list[Signature], at: int) -> str:
             f'    codeloop_rpc::call("{sig.name}", |out: &mut Vec<u8>| {{{puts} }})\n}}\n'
         )
     enums = "".join(e.definition() + e.codec("codeloop_rpc") for e in _enums(sigs))
-    return (
-        f'#[path = "{MODULE}"]\nmod codeloop_rpc;\n{prompt[:at]}\n'
-        + enums
-        + "".join(proxies)
-        + f"{test}\n"
-    )
+    return f"{_module_item(linked)}{prompt[:at]}\n" + enums + "".join(proxies) + f"{test}\n"
