@@ -11,8 +11,11 @@ Switches: `javac-service` (CODELOOP_JAVAC_SERVICE: Java compiles in the worker's
 javac JVM, or one JVM per compile), `gold` (CODELOOP_GOLD: C++ and Rust test
 halves linked by gold, or by ld.bfd), `cpp-quick-test` (CODELOOP_CPP_QUICK_TEST: the
 C++ test half at -O0, the codec's standard headers precompiled and the codec itself
-unoptimized; or both halves -O2 as before) and `rust-rpc-lib` (CODELOOP_RUST_RPC_LIB:
-the Rust codec linked as an rlib built once, or compiled into each crate).
+unoptimized; or both halves -O2 as before), `rust-rpc-lib` (CODELOOP_RUST_RPC_LIB:
+the Rust codec linked as an rlib built once, or compiled into each crate) and
+`go-library` (CODELOOP_GO_LIBRARY: the Go codec as a package compiled once and
+testify's assert without its HTTP helpers, or the codec compiled into both binaries
+and Debian's whole testify).
 
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
@@ -49,6 +52,12 @@ SWITCHES = {
         ["cpp"],
         "test half -O0, codec headers precompiled",
         "both halves -O2",
+    ),
+    "go-library": (
+        "CODELOOP_GO_LIBRARY",
+        ["go"],
+        "codec package, testify without HTTP",
+        "codec in both binaries, whole testify",
     ),
     "rust-rpc-lib": (
         "CODELOOP_RUST_RPC_LIB",

@@ -125,6 +125,15 @@ GO_TESTS = {
         '// func TestCommented(t *testing.T) { t.Fatal("commented out") }\n'
     ),
 }
+# A test calling one of testify's HTTP helpers (the trimmed testify has none of them).
+GO_HTTP_TEST = (
+    'import (\n    "fmt"\n    "net/http"\n)\n\n'
+    "func TestTwiceOverHTTP(t *testing.T) {\n"
+    "    assert := assert.New(t)\n"
+    "    handler := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, Twice(2)) }\n"
+    '    assert.HTTPBodyContains(handler, "GET", "/", nil, "4")\n'
+    "}\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +195,9 @@ def checks(problems: Problems) -> dict[tuple[str, str], Check]:
         wanted["go-tests", name] = CheckRequest(
             language="go", program=GO_TWICE, test=test, prompt="func Twice(x int) int {\n"
         )
+    wanted["go-tests", "http"] = CheckRequest(
+        language="go", program=GO_TWICE, test=GO_HTTP_TEST, prompt="func Twice(x int) int {\n"
+    )
     results = check_many(list(wanted.values()), workers=2)
     return dict(zip(wanted, results, strict=True))
 
@@ -279,6 +291,8 @@ def test_one_time_builds_land_in_the_shared_cache(checks: dict) -> None:
     # One per optimization level: the solution's half (-O2) and the test's (-O0).
     assert len(list(root.glob("cpp-common-pch/*/codeloop_common.h.gch"))) >= 2
     assert any(root.glob("rust-rpc/*/libcodeloop_rpc_lib.rlib"))
+    assert any(root.glob("go-library/*/rpc/src/codeloop/rpc/codeloop_codec.go"))
+    assert any(root.glob("go-library/*/testify/src/github.com/stretchr/testify/assert/*.go"))
     assert any(root.glob("javac-batch/*/codeloop-javac.jar"))
     assert any(root.glob("javac-batch-cds/*/codeloop-javac.jsa"))
 
@@ -393,6 +407,37 @@ def test_rust_halves_use_the_codec_library_built_once(
     assert build.compile is not None and "codeloop_rpc_lib" not in build.compile[2]
     assert "codeloop_rpc.rs" in build.files
     assert '#[path = "codeloop_rpc.rs"]' in build.files["main.rs"].decode()
+
+
+def test_go_links_the_codec_package_and_testify_without_http(
+    problems: Problems, checks: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Go checks import the codec as the package codeloop/rpc and testify's assert
+    without its HTTP helpers (net/http is not built or linked), both from a read-only
+    GOPATH folder searched first; the canonical checks above run this way. A test that
+    calls an HTTP helper gets Debian's whole testify and passes.
+    CODELOOP_GO_LIBRARY=off (benches): the codec compiled into both binaries."""
+    build = _compose(problems, "Go/0")
+    roots = build.env["GOPATH"].split(":")
+    assert roots == [
+        "/gopath-codeloop/rpc",
+        "/gopath-codeloop/testify",
+        languages.GO_PATH,
+    ]
+    assert ("/gopath-codeloop", False) in [(mount, rw) for _, mount, rw in build.binds]
+    assert "drv/codeloop_rpc.go" in build.files and "drv/codeloop_codec.go" not in build.files
+    assert '"codeloop/rpc"' in build.files["srv/codeloop_rpc.go"].decode()
+    http = checks["go-tests", "http"]
+    assert http.passed, http
+    trimmed = function_tests.testify_without_http()
+    assert trimmed is not None
+    text = b"".join(trimmed.values()).decode()
+    assert "func HTTPBodyContains(" not in text and '"net/http"' not in text
+    assert "func Equal(" in text and "func (a *Assertions) Equal(" in text
+    monkeypatch.setenv("CODELOOP_GO_LIBRARY", "off")
+    build = _compose(problems, "Go/0")
+    assert build.env["GOPATH"] == languages.GO_PATH and build.binds == []
+    assert "drv/codeloop_codec.go" in build.files and "drv/codeloop_rpc.go" not in build.files
 
 
 def test_go_runs_every_test_function_as_go_test_finds_them(checks: dict) -> None:

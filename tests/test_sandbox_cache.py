@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from codeloop.sandbox.cache import CompileCache, folder_bytes
+from codeloop.sandbox.cache import CompileCache, compile_key, folder_bytes
 
 
 def _box(tmp_path: Path, name: str, size: int) -> Path:
@@ -40,3 +40,18 @@ def test_a_cache_under_its_cap_is_left_alone(tmp_path: Path) -> None:
     cache.save(key, _box(tmp_path, key, 1024), {"ok": False, "stderr": "error: nope"})
     assert cache.prune() == 0
     assert cache.load(key, tmp_path / "box") == {"ok": False, "stderr": "error: nope"}
+
+
+def test_the_compile_key_covers_the_environment_and_the_bound_folders() -> None:
+    """The same sources against other libraries are another compilation: a Go check whose
+    GOPATH finds another testify, or a compile bound to another one-time build's folder
+    (its path holds that build's key), must not reuse the first one's outcome."""
+    files = {"main.go": b"package main\n"}
+    argv = ["/usr/bin/go", "build", "./drv"]
+    plain = compile_key("go", "go1", argv, files)
+    assert plain == compile_key("go", "go1", argv, files, {}, [])
+    gopath = compile_key("go", "go1", argv, files, {"GOPATH": "/a:/b"})
+    assert gopath not in (plain, compile_key("go", "go1", argv, files, {"GOPATH": "/b"}))
+    first = compile_key("go", "go1", argv, files, {}, [("/cache/lib/k1", "/lib", False)])
+    second = compile_key("go", "go1", argv, files, {}, [("/cache/lib/k2", "/lib", False)])
+    assert len({plain, first, second}) == 3

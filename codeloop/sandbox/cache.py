@@ -16,7 +16,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from codeloop.store import sha256_bytes, sha256_json
@@ -87,12 +87,25 @@ def claim_slot(worker: int, slots: int) -> int:
     raise RuntimeError(f"all {slots} sandbox uid slots are taken by other processes")
 
 
-def compile_key(language: str, toolchain: str, argv: list[str], files: dict[str, bytes]) -> str:
-    """The cache key of one compilation."""
+def compile_key(
+    language: str,
+    toolchain: str,
+    argv: list[str],
+    files: dict[str, bytes],
+    env: dict[str, str] | None = None,
+    binds: Sequence[tuple[str, str, bool]] = (),
+) -> str:
+    """The cache key of one compilation.
+
+    The environment and the folders bound into the compile are part of it: the same
+    sources against other libraries (a GOPATH searched in another order, another
+    one-time build's folder, whose path holds its own key) are another compilation.
+    """
     hashes = {name: sha256_bytes(data) for name, data in sorted(files.items())}
-    return sha256_json(
-        {"language": language, "toolchain": toolchain, "argv": argv, "files": hashes}
-    )
+    found = {"language": language, "toolchain": toolchain, "argv": argv, "files": hashes}
+    if env or binds:
+        found |= {"env": env or {}, "binds": [list(bind) for bind in binds]}
+    return sha256_json(found)
 
 
 DEFAULT_COMPILE_CACHE_MIB = 2048

@@ -404,7 +404,8 @@ class Sandbox:
         argv, binds, env = self._compile_setup(language, source, argv)
         if build:
             binds, env = [*binds, *build.binds], {**env, **build.env}
-        key = compile_key(language.name, toolchain_version(language.name), argv, files)
+        toolchain = toolchain_version(language.name)
+        key = compile_key(language.name, toolchain, argv, files, env, binds)
         outcome = self.cache.load(key, box)
         elapsed = 0.0
         if outcome is None:

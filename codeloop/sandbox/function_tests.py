@@ -741,18 +741,27 @@ _go_warmed: set[str] = set()
 """Warm-up keys this process saw done: the check is a dict lookup, not a build's stat."""
 
 
-def go_warm_cache(sandbox: Sandbox, language: Language, env: dict[str, str]) -> None:
-    """Compile the standard packages checks import into the shared GOCACHE, once.
+def go_warm_cache(
+    sandbox: Sandbox,
+    language: Language,
+    env: dict[str, str],
+    binds: Sequence[tuple[str, str, bool]] = (),
+    more: Sequence[str] = (),
+) -> bool:
+    """Compile the standard packages checks import (and `more`) into the shared GOCACHE,
+    once; whether that succeeded.
 
     With a fresh cache every worker's first checks would compile them at the same
     time (the go command shares finished results, not work in progress), each paying
     for all of them. Optional: where this fails, checks compile what they miss.
     """
-    packages = sorted({*_GO_STD, *_GO_RUNTIME_PACKAGES})
+    packages = sorted({*_GO_STD, *_GO_RUNTIME_PACKAGES, *more})
     key = sha256_json({"go": toolchain_version(language.name), "env": env, "packages": packages})
     key = key[:16]
-    if key in _failed_archives or key in _go_warmed:
-        return
+    if key in _failed_archives:
+        return False
+    if key in _go_warmed:
+        return True
     gocache = shared_folder("gocache", sandbox.backend.compile_uid)
     command = f"{shlex.join([GO, 'build', *packages])} && : > {BOX}/warmed"
     try:
@@ -764,12 +773,86 @@ def go_warm_cache(sandbox: Sandbox, language: Language, env: dict[str, str]) -> 
             ["/bin/sh", "-c", command],
             {**env, "GOCACHE": GOCACHE_MOUNT},
             "warmed",
-            binds=[(str(gocache), GOCACHE_MOUNT, True)],
+            binds=[(str(gocache), GOCACHE_MOUNT, True), *binds],
         )
     except ValueError:
         _failed_archives.add(key)
-        return
+        return False
     _go_warmed.add(key)
+    return True
+
+
+GO_LIBRARY_MOUNT = "/gopath-codeloop"
+_TESTIFY_ASSERT = "src/github.com/stretchr/testify/assert"
+_HTTP_USE = re.compile(r"\b(?:http|url|httptest)\.")
+_TESTIFY_HTTP = re.compile(r"\bHTTP[A-Z]\w*\s*\(")
+_GO_FUNC = re.compile(r"^(?://[^\n]*\n)*func [^\n]*\{\n(?:[^\n]*\n)*?\}\n", re.M)
+_GO_HTTP_IMPORT = re.compile(r'^\t(?:\w+ )?"net/(?:http|http/httptest|url)"\n', re.M)
+
+
+def testify_without_http() -> dict[str, bytes] | None:
+    """testify's `assert` package (Debian's, in GO_PATH) without its HTTP helpers.
+
+    They are the only reason `assert` imports net/http: without them a test binary
+    does not load, compile against and link the HTTP stack, a third of a Go check's
+    build. Every other function is kept as written. None where the package is missing
+    or the result would still use net/http or net/url (then the full package is used).
+    """
+    folder = Path(GO_PATH) / _TESTIFY_ASSERT
+    if not folder.is_dir():
+        return None
+    found: dict[str, bytes] = {}
+    for path in sorted(folder.glob("*.go")):
+        if path.name.endswith("_test.go") or path.name == "http_assertions.go":
+            continue
+        text = path.read_text()
+        if _GO_HTTP_IMPORT.search(text):
+            text = _GO_FUNC.sub(lambda m: "" if _HTTP_USE.search(m.group(0)) else m.group(0), text)
+            text = _GO_HTTP_IMPORT.sub("", text)
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+        if _HTTP_USE.search(code) or "net/http" in code or "net/url" in code:
+            return None
+        found[f"{_TESTIFY_ASSERT}/{path.name}"] = text.encode()
+    return found or None
+
+
+def go_library(sandbox: Sandbox, language: Language, env: dict[str, str]) -> Path | None:
+    """A read-only GOPATH folder of trusted packages, its packages warmed in GOCACHE.
+
+    `rpc/` holds the codec and frames as the package `codeloop/rpc` (compiled once,
+    not into both binaries of every check); `testify/` holds `testify_without_http`.
+    None (checks compile the codec into both binaries, with Debian's testify) where
+    it is switched off (`CODELOOP_GO_LIBRARY=off`, benches) or the warm-up failed.
+    """
+    if switched_off("CODELOOP_GO_LIBRARY"):
+        return None
+    files = {f"rpc/{name}": text for name, text in gobox.library_files().items()}
+    testify = testify_without_http() or {}
+    files.update({f"testify/{name}": text for name, text in testify.items()})
+    key = sha256_json({name: text.decode() for name, text in files.items()})[:16]
+    folder = shared_folder("go-library", None) / key
+    done = folder / ".done"
+    if not done.exists():
+        with locked("go-library"):
+            if not done.exists():
+                for name, text in files.items():
+                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                    (folder / name).write_bytes(text)
+                done.write_text("")
+    binds = [(str(folder), GO_LIBRARY_MOUNT, False)]
+    more = [gobox.LIBRARY_IMPORT, "github.com/stretchr/testify/assert"]
+    if not go_warm_cache(sandbox, language, _go_library_env(env, folder, True), binds, more):
+        return None
+    return folder
+
+
+def _go_library_env(env: dict[str, str], folder: Path, trimmed: bool) -> dict[str, str]:
+    """`env` with GOPATH searching the library folder's roots first; Debian's testify
+    where `trimmed` is False or the folder has no trimmed copy."""
+    roots = [f"{GO_LIBRARY_MOUNT}/rpc"]
+    if trimmed and (folder / "testify").is_dir():
+        roots.append(f"{GO_LIBRARY_MOUNT}/testify")
+    return {**env, "GOPATH": ":".join([*roots, GO_PATH])}
 
 
 def _go(
@@ -788,7 +871,14 @@ def _go(
         driver = go_test_file(context.prompt[: sig[3]] + "\n" + gobox.proxy(sig), test)
         server = go_test_file(program + gobox.server_main(sig), "")
         names = gobox.test_names(_go_code_only(go_split_imports(test)[0]))
-        go_warm_cache(sandbox, language, env)
+        library = go_library(sandbox, language, env)
+        binds: list[tuple[str, str, bool]] = []
+        if library is None:
+            go_warm_cache(sandbox, language, env)
+        else:
+            # A test calling testify's HTTP helpers gets the whole package.
+            env = _go_library_env(env, library, not _TESTIFY_HTTP.search(test))
+            binds.append((str(library), GO_LIBRARY_MOUNT, False))
         # One go command builds both binaries (bin/drv, bin/srv): it loads the standard
         # library's packages once, and links them side by side.
         build = [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/bin/", "./drv", "./srv"]
@@ -796,12 +886,13 @@ def _go(
             files={
                 "drv/main.go": driver.encode(),
                 "srv/main.go": server.encode(),
-                **gobox.files(names),
+                **gobox.files(names, library is not None),
             },
             compile=build,
             run=[f"{BOX}/bin/drv", "-test.count=1", "--", "{requests}", "{replies}"],
             partner=[f"{BOX}/bin/srv", "{requests}", "{replies}"],
             env=env,
+            binds=binds,
             success_marker=nonce,
             stdin=(nonce + "\n").encode(),
         )

@@ -98,17 +98,64 @@ def tests_file(names: list[str]) -> bytes:
     ).encode()
 
 
-def files(names: list[str]) -> dict[str, bytes]:
+def files(names: list[str], library: bool = False) -> dict[str, bytes]:
     """The trusted Go files of both sides (in `drv/` and `srv/`) for a test whose test
-    functions are `names`: frames, codec, the test's main, the server."""
-    frame = _read("codeloop_frame.go.txt")
-    codec = _read("codeloop_codec.go.txt")
+    functions are `names`: frames, codec, the test's main, the server.
+
+    `library`: the codec and frames come from the package `LIBRARY_IMPORT` (see
+    `library_files`), through a small file of forwarding functions per side, instead
+    of being compiled into both binaries with every check.
+    """
+    if library:
+        shared = {"codeloop_rpc.go": _FORWARDERS.encode()}
+    else:
+        shared = {
+            "codeloop_frame.go": _read("codeloop_frame.go.txt"),
+            "codeloop_codec.go": _read("codeloop_codec.go.txt"),
+        }
     return {
-        "drv/codeloop_frame.go": frame,
-        "drv/codeloop_codec.go": codec,
+        **{f"drv/{name}": text for name, text in shared.items()},
         "drv/codeloop_driver.go": _read("codeloop_driver.go.txt"),
         "drv/codeloop_tests.go": tests_file(names),
-        "srv/codeloop_frame.go": frame,
-        "srv/codeloop_codec.go": codec,
+        **{f"srv/{name}": text for name, text in shared.items()},
         "srv/codeloop_server.go": _read("codeloop_server.go.txt"),
     }
+
+
+LIBRARY_IMPORT = "codeloop/rpc"
+"""The import path of the codec and frames as a package of their own (GOPATH mode)."""
+_SIGNATURES = {
+    "Encode": ("v reflect.Value, depth int", "(interface{}, error)", "v, depth"),
+    "Decode": ("x interface{}, t reflect.Type, depth int", "(reflect.Value, error)", "x, t, depth"),
+    "Frame": ("w io.Writer, payload []byte", "error", "w, payload"),
+    "Read": ("r *bufio.Reader", "([]byte, error)", "r"),
+}
+"""What the test's and the solution's programs call: codeloop<Name> in package main."""
+
+
+def _functions(prefix: str, target: str) -> str:
+    return "".join(
+        f"func {prefix}{name}({params}) {results} {{ return {target}{name}({args}) }}\n"
+        for name, (params, results, args) in _SIGNATURES.items()
+    )
+
+
+_IMPORTS = 'import (\n\t"bufio"\n\t"io"\n\t"reflect"\n'
+_FORWARDERS = (
+    "package main\n\n// The codec and frames come from the package codeloop/rpc, compiled once "
+    f'into the shared build cache.\n\n{_IMPORTS}\n\trpc "{LIBRARY_IMPORT}"\n)\n\n'
+    + _functions("codeloop", "rpc.")
+)
+
+
+def library_files() -> dict[str, bytes]:
+    """The package `LIBRARY_IMPORT`, as files under a GOPATH root: the same codec and
+    frames, in `package rpc`, with exported entry points."""
+    folder = f"src/{LIBRARY_IMPORT}"
+    found = {}
+    for name in ("codeloop_codec.go", "codeloop_frame.go"):
+        text = _read(f"{name}.txt").decode().replace("package main\n", "package rpc\n", 1)
+        found[f"{folder}/{name}"] = text.encode()
+    api = f"package rpc\n\n{_IMPORTS})\n\n" + _functions("", "codeloop")
+    found[f"{folder}/codeloop_api.go"] = api.encode()
+    return found
