@@ -135,6 +135,12 @@ GO_HTTP_TEST = (
     "}\n"
 )
 
+# A test importing testify's `require` (built on the whole `assert` package).
+GO_REQUIRE_TEST = (
+    'import "github.com/stretchr/testify/require"\n\n'
+    "func TestTwice(t *testing.T) {\n    require.Equal(t, 4, Twice(2))\n}\n"
+)
+
 
 @pytest.fixture(scope="module")
 def problems() -> Problems:
@@ -195,9 +201,10 @@ def checks(problems: Problems) -> dict[tuple[str, str], Check]:
         wanted["go-tests", name] = CheckRequest(
             language="go", program=GO_TWICE, test=test, prompt="func Twice(x int) int {\n"
         )
-    wanted["go-tests", "http"] = CheckRequest(
-        language="go", program=GO_TWICE, test=GO_HTTP_TEST, prompt="func Twice(x int) int {\n"
-    )
+    for name, test in (("http", GO_HTTP_TEST), ("require", GO_REQUIRE_TEST)):
+        wanted["go-tests", name] = CheckRequest(
+            language="go", program=GO_TWICE, test=test, prompt="func Twice(x int) int {\n"
+        )
     results = check_many(list(wanted.values()), workers=2)
     return dict(zip(wanted, results, strict=True))
 
@@ -415,7 +422,7 @@ def test_go_links_the_codec_package_and_testify_without_http(
     """Go checks import the codec as the package codeloop/rpc and testify's assert
     without its HTTP helpers (net/http is not built or linked), both from a read-only
     GOPATH folder searched first; the canonical checks above run this way. A test that
-    calls an HTTP helper gets Debian's whole testify and passes.
+    calls an HTTP helper, or imports `require`, gets Debian's whole testify and passes.
     CODELOOP_GO_LIBRARY=off (benches): the codec compiled into both binaries."""
     build = _compose(problems, "Go/0")
     roots = build.env["GOPATH"].split(":")
@@ -427,8 +434,9 @@ def test_go_links_the_codec_package_and_testify_without_http(
     assert ("/gopath-codeloop", False) in [(mount, rw) for _, mount, rw in build.binds]
     assert "drv/codeloop_rpc.go" in build.files and "drv/codeloop_codec.go" not in build.files
     assert '"codeloop/rpc"' in build.files["srv/codeloop_rpc.go"].decode()
-    http = checks["go-tests", "http"]
-    assert http.passed, http
+    for name in ("http", "require"):
+        check = checks["go-tests", name]
+        assert check.passed, (name, check)
     trimmed = function_tests.testify_without_http()
     assert trimmed is not None
     text = b"".join(trimmed.values()).decode()

@@ -45,6 +45,7 @@ HumanEval-X task is refused.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -785,7 +786,9 @@ def go_warm_cache(
 GO_LIBRARY_MOUNT = "/gopath-codeloop"
 _TESTIFY_ASSERT = "src/github.com/stretchr/testify/assert"
 _HTTP_USE = re.compile(r"\b(?:http|url|httptest)\.")
-_TESTIFY_HTTP = re.compile(r"\bHTTP[A-Z]\w*\s*\(")
+_WHOLE_TESTIFY = re.compile(r"\bHTTP[A-Z]\w*\s*\(|stretchr/testify/(?!assert\")")
+"""Code that needs Debian's whole testify: a call of an HTTP helper, or an import of
+another testify package (`require`, `suite`, `mock` are built on the whole `assert`)."""
 _GO_FUNC = re.compile(r"^(?://[^\n]*\n)*func [^\n]*\{\n(?:[^\n]*\n)*?\}\n", re.M)
 _GO_HTTP_IMPORT = re.compile(r'^\t(?:\w+ )?"net/(?:http|http/httptest|url)"\n', re.M)
 
@@ -826,24 +829,35 @@ def go_library(sandbox: Sandbox, language: Language, env: dict[str, str]) -> Pat
     """
     if switched_off("CODELOOP_GO_LIBRARY"):
         return None
-    files = {f"rpc/{name}": text for name, text in gobox.library_files().items()}
-    testify = testify_without_http() or {}
-    files.update({f"testify/{name}": text for name, text in testify.items()})
-    key = sha256_json({name: text.decode() for name, text in files.items()})[:16]
+    key, files = _go_library_files()
     folder = shared_folder("go-library", None) / key
     done = folder / ".done"
     if not done.exists():
         with locked("go-library"):
             if not done.exists():
                 for name, text in files.items():
-                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
-                    (folder / name).write_bytes(text)
+                    path = folder / name
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(text)
+                    path.chmod(0o644)
+                for path in [folder, *folder.rglob("*")]:
+                    if path.is_dir():
+                        path.chmod(0o755)
                 done.write_text("")
     binds = [(str(folder), GO_LIBRARY_MOUNT, False)]
     more = [gobox.LIBRARY_IMPORT, "github.com/stretchr/testify/assert"]
     if not go_warm_cache(sandbox, language, _go_library_env(env, folder, True), binds, more):
         return None
     return folder
+
+
+@functools.cache
+def _go_library_files() -> tuple[str, dict[str, bytes]]:
+    """(key, {path: text}) of `go_library`'s folder, read once per process."""
+    files = {f"rpc/{name}": text for name, text in gobox.library_files().items()}
+    testify = testify_without_http() or {}
+    files.update({f"testify/{name}": text for name, text in testify.items()})
+    return sha256_json({name: text.decode() for name, text in files.items()})[:16], files
 
 
 def _go_library_env(env: dict[str, str], folder: Path, trimmed: bool) -> dict[str, str]:
@@ -876,8 +890,8 @@ def _go(
         if library is None:
             go_warm_cache(sandbox, language, env)
         else:
-            # A test calling testify's HTTP helpers gets the whole package.
-            env = _go_library_env(env, library, not _TESTIFY_HTTP.search(test))
+            trimmed = not _WHOLE_TESTIFY.search(test + "\n" + program)
+            env = _go_library_env(env, library, trimmed)
             binds.append((str(library), GO_LIBRARY_MOUNT, False))
         # One go command builds both binaries (bin/drv, bin/srv): it loads the standard
         # library's packages once, and links them side by side.
