@@ -14,22 +14,25 @@ Per language (the official composition first, then our corrections):
 - cpp: program + test, linked with -lcrypto -lssl (one task needs MD5); boost
   headers come from the system. The official harness's common headers, which both
   sides include first, come from a precompiled header (half the compile time,
-  same headers visible).
+  same headers visible); the trusted test side compiles at -O0, the solution's
+  side at the language's -O2.
 - java: program (class Solution) + test (public class Main) in Main.java, run
   with assertions enabled (Java/151's last check is an `assert` statement, which
   the official `java Main` silently skips); javac starts from a class-data archive.
 - go: the official `*_test.go` file fails 11 canonical solutions on missing or
   unused imports, so every import declaration is dropped and exactly the packages
   the code uses are imported; testify resolves in GOPATH mode from Debian's
-  /usr/share/gocode; `go test -c` compiles (cached), the test binary runs with
-  `-test.paniconexit0` as `go test` would.
+  /usr/share/gocode (its `assert` without the HTTP helpers, unless the code needs
+  them); one `go build` makes both binaries, and the test's functions run under
+  `testing.Main` as `go test` finds them.
 - rust: the tests sit in `#[cfg(test)]`, so a plain build runs none: compile with
   `rustc --test`, linking rand, regex and md5 prebuilt once from Debian's
   /usr/share/cargo/registry (cargo as a directory source, offline), with cargo
   test's debug checks (overflow, debug assertions) kept on. A test written for
   the rand 0.7 API (Rust/50) is an environment error, not a wrong answer. With a
   trusted prompt whose open function has types that can cross, solution and test
-  are two crates in two sandboxes (`rustbox`).
+  are two crates in two sandboxes (`rustbox`), both linking our codec as an rlib
+  built once.
 
 Verdicts the program cannot write: where the task's prompt names the function
 under test with types that can cross between processes, the test runs apart from
