@@ -72,8 +72,8 @@ def run_once(switch: str, mode: str, limit: int, workers: int) -> dict[str, dict
     """One `codeloop eval` of the switch's languages' canonical solutions, fresh cache:
     {language: its numbers, "all": wall seconds}."""
     variable, languages = SWITCHES[switch][:2]
-    out = Path(tempfile.mkdtemp(prefix="codeloop-bench-javac-"))
-    cache = Path(tempfile.mkdtemp(prefix="codeloop-bench-javac-cache-"))
+    out = Path(tempfile.mkdtemp(prefix="codeloop-bench-switch-"))
+    cache = Path(tempfile.mkdtemp(prefix="codeloop-bench-switch-cache-"))
     os.chmod(cache, 0o755)  # the sandbox uids read the shared folders below it
     env = {**os.environ, "CODELOOP_CACHE": str(cache), variable: mode}
     command = [

@@ -404,7 +404,7 @@ def test_rust_halves_use_the_codec_library_built_once(
     assert build.compile is not None
     extern = "--extern codeloop_rpc_lib=/rpclib/libcodeloop_rpc_lib.rlib"
     assert [extern in half for half in build.compile[2].split(" && ")] == [True, True]
-    assert ("/rpclib" in [mount for _, mount, _ in build.binds]) is True
+    assert ("/rpclib", False) in [(mount, writable) for _, mount, writable in build.binds]
     assert all(not writable for _, _, writable in build.binds)
     assert "codeloop_rpc.rs" not in build.files
     for half in ("server.rs", "main.rs"):

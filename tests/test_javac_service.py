@@ -257,16 +257,16 @@ def test_the_worker_never_follows_a_link_the_service_left(tmp_path: Path) -> Non
     (folder / "drv").mkdir()
     (folder / "drv" / "Main.java").write_text("source")
     (folder / "drv" / "Main.class").write_bytes(b"\xca\xfe\xba\xbe")
-    assert javac_service._move_outputs(folder, box, {"drv/Main.java"})
+    assert javac_service._copy_outputs(folder, box, {"drv/Main.java"})
     assert (box / "drv" / "Main.class").read_bytes() == b"\xca\xfe\xba\xbe"
     assert not (box / "drv" / "Main.java").exists()  # the sources stay where they are
     # A link to a host file, or a pipe, among the outputs: nothing is taken.
     (folder / "drv" / "Leak.class").symlink_to(secret)
     with pytest.raises(OSError):
-        javac_service._move_outputs(folder, tmp_path / "box2", {"drv/Main.java"})
+        javac_service._copy_outputs(folder, tmp_path / "box2", {"drv/Main.java"})
     (folder / "drv" / "Leak.class").unlink()
     os.mkfifo(folder / "drv" / "Pipe.class")
-    assert not javac_service._move_outputs(folder, tmp_path / "box3", {"drv/Main.java"})
+    assert not javac_service._copy_outputs(folder, tmp_path / "box3", {"drv/Main.java"})
     assert not (tmp_path / "box3").exists()
     # A folder swapped for a link to a host folder: the sources are not written there.
     javac_service._empty(folder)

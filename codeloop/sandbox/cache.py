@@ -102,10 +102,16 @@ def compile_key(
     one-time build's folder, whose path holds its own key) are another compilation.
     """
     hashes = {name: sha256_bytes(data) for name, data in sorted(files.items())}
-    found = {"language": language, "toolchain": toolchain, "argv": argv, "files": hashes}
-    if env or binds:
-        found |= {"env": env or {}, "binds": [list(bind) for bind in binds]}
-    return sha256_json(found)
+    return sha256_json(
+        {
+            "language": language,
+            "toolchain": toolchain,
+            "argv": argv,
+            "files": hashes,
+            "env": env or {},
+            "binds": [list(bind) for bind in binds],
+        }
+    )
 
 
 DEFAULT_COMPILE_CACHE_MIB = 2048

@@ -397,6 +397,7 @@ _CPP_PCH_MOUNT = "/fnpch"
 _CPP_TEST_PCH_MOUNT = "/fnpch-test"
 
 
+@functools.cache
 def _cpp_common_header(with_codec_headers: bool = True) -> str:
     """What both halves include before anything else: HumanEval-X's common headers,
     then the standard headers our codec header includes. Both halves include the codec

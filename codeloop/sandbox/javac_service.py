@@ -210,10 +210,10 @@ class JavacService:
             )
         status, stderr, stdout = reply
         try:
-            moved = status in (0, 1) and _move_outputs(self._folder, box, set(files))
+            copied = status in (0, 1) and _copy_outputs(self._folder, box, set(files))
         except OSError:
-            moved = False
-        if not moved:
+            copied = False
+        if not copied:
             self.stop()
             return None
         wall_ms = (time.monotonic() - started) * 1000
@@ -313,7 +313,7 @@ def _write_sources(folder: Path, files: dict[str, bytes], owner: int | None) -> 
             os.close(fd)
 
 
-def _move_outputs(folder: Path, box: Path, sources: set[str]) -> bool:
+def _copy_outputs(folder: Path, box: Path, sources: set[str]) -> bool:
     """Copy what javac wrote (every regular file but the sources) into `box`.
 
     False if the folder holds anything but regular files and folders (javac never

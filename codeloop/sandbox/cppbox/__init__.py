@@ -17,6 +17,7 @@ Entry points with other types (pointers, classes) are refused: no verdict is giv
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib import resources
 
@@ -54,9 +55,10 @@ def header() -> bytes:
     return resources.files(__name__).joinpath(HEADER).read_bytes()
 
 
-def standard_headers() -> list[str]:
+@functools.cache
+def standard_headers() -> tuple[str, ...]:
     """The standard headers our codec header includes, in its order."""
-    return re.findall(r"^#include <([^>]+)>", header().decode(), re.MULTILINE)
+    return tuple(re.findall(r"^#include <([^>]+)>", header().decode(), re.MULTILINE))
 
 
 def signature(
