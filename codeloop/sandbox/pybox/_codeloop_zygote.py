@@ -6,29 +6,36 @@ imported the test driver, the solution server and the codec once, so a check cos
 fork instead of two interpreter starts and a bubblewrap setup.
 
 For each check (see `codeloop/sandbox/warm.py`), made ahead while the previous one runs:
-  zygote --fork--> C: on "prepare" (the check's report socket and cgroup.procs fds on
-                      the control socket): unshare a new user, mount, pid, IPC, UTS and
-                      network namespace (mapping only our own uid), join the check's
-                      cgroups, fork G, wait for it, report its status and rusage on
-                      the report socket;
-  C --fork--> G, pid 1 of the new pid namespace: a fresh /proc, fresh size-limited
-              tmpfs on /tmp, /work and /dev/shm, `/` and `/dev` read-only, no further
-              user namespaces; then it waits (named READY_NAME). On the check's
-              message (limits, stdin, stdout, stderr and the program, on the report
-              socket): the program on a read-only tmpfs at /box, rlimits, every
-              capability dropped, the seccomp filter, then the test driver (which
-              forks the solution's process before it reads the nonce).
+  zygote --clone--> G, in one clone(2) call: a new user, mount, pid, IPC, UTS and
+              network namespace, G being pid 1 of the new pid namespace. G maps only
+              our own uid, joins the check's cgroups (the cgroup.procs fds came with
+              the "prepare" message), mounts a fresh /proc and fresh size-limited
+              tmpfs on /tmp, /work and /dev/shm, makes `/` and `/dev` read-only and
+              forbids further user namespaces; then it waits (named READY_NAME). On the
+              check's message (limits, stdin, stdout, stderr and the program, on the
+              report socket): the program on a read-only tmpfs at /box, rlimits, every
+              capability dropped, the seccomp filter, then the test driver (which forks
+              the solution's process before it reads the nonce). The zygote waits for G
+              (a pidfd per check in its poll loop) and reports its status and rusage on
+              the report socket.
+Where clone(2) cannot be called directly (an architecture whose syscall number we do
+not know, or CODELOOP_WARM_CLONE=off), an intermediate process C does it in two steps:
+zygote --fork--> C: unshare the namespaces, map the uid, join the cgroups, fork G (pid 1
+of the new pid namespace), wait for it and report. That costs one more copy of the
+interpreter per check, which is most of why the direct clone exists.
 So each check has its own pid namespace (when G exits, everything the check started
 dies with it), its own files, IPC objects and sockets, and its own copy of the
 interpreter: nothing a check changes (files, processes, builtins, sys.modules,
-globals) reaches the next one, which is forked from the untouched zygote.
+globals) reaches the next one, which is cloned from the untouched zygote.
 """
 
 import contextlib
 import ctypes
 import json
 import os
+import platform
 import resource
+import select
 import signal
 import socket
 import sys
@@ -58,6 +65,9 @@ PR_CAPBSET_DROP = 24
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 MAX_FDS = 16
+NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
+"""clone(2)'s number where we know it (both take flags first and accept zeros after)."""
 READY_NAME = "codeloop-ready"
 """The name (comm) of a check process made ahead, until its check arrives."""
 
@@ -145,6 +155,48 @@ def _set_name(name):
     libc.prctl(PR_SET_NAME, name.encode(), 0, 0, 0)
 
 
+_syscall = ctypes.PyDLL(None, use_errno=True).syscall
+"""libc's syscall(2) through PyDLL: the GIL stays held across the call, so a child made
+by it starts holding it, as after os.fork."""
+_syscall.restype = ctypes.c_long
+_syscall.argtypes = [ctypes.c_long] * 6
+
+
+def _clone(flags):
+    """fork(), but into new namespaces in one step: the child is pid 1 of its own pid
+    namespace. Python's own fork hooks run around it, as os.fork runs them (the import
+    lock and thread state re-made in the child, random reseeded). glibc's fork wrapper
+    is not run: the zygote is single-threaded and holds no libc lock here, and since
+    glibc 2.34 nothing a check's process calls reads glibc's cached thread id (raise
+    and abort ask the kernel)."""
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = _syscall(SYS_CLONE, flags | signal.SIGCHLD, 0, 0, 0, 0)
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    error = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(error, f"clone: {os.strerror(error)}")
+    return pid
+
+
+def _enter(spec, cgroups, ids):
+    """In the check's fresh user namespace: map our own uid and gid (`ids`, read before:
+    unmapped, they read as the overflow id here), join the check's cgroups, take its
+    CPU."""
+    uid, gid = ids
+    _write("/proc/self/setgroups", "deny")
+    _write("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    for fd in cgroups:
+        os.write(fd, b"0")  # cgroup.procs, opened by the worker: "0" moves the writer
+        os.close(fd)
+    if spec.get("cpu") is not None:
+        os.sched_setaffinity(0, {spec["cpu"]})
+
+
 def _inside(spec, report, seccomp_program):
     """G: pid 1 of the check's namespaces. Builds its world ahead of the check, waits for
     it, then locks itself down and runs the driver."""
@@ -200,61 +252,115 @@ def _inside(spec, report, seccomp_program):
     os._exit(code)
 
 
-def _prepared(spec, fds, seccomp_program):
-    """C: made ahead of its check (joining a cgroup v1 costs milliseconds of RCU wait, and
-    building G's namespaces and mounts some more, paid here while the previous check
-    runs): new namespaces, the check's cgroups, G forked; then wait for G and report how
-    it ended."""
+def _run_g(spec, report, seccomp_program):
+    """G, whichever way it was made: build the check's world, run it; never returns."""
+    try:
+        _inside(spec, report, seccomp_program)
+    except BaseException as error:
+        message = "".join(traceback.format_exception_only(type(error), error)).strip()
+        with_error = json.dumps({"error": f"warm sandbox setup: {message}"})
+        try:
+            os.write(report, with_error.encode())
+        finally:
+            os._exit(126)
+    os._exit(127)
+
+
+def _ended(status, usage):
+    """What the worker learns of a finished G: its exit status and resources."""
+    return json.dumps(
+        {
+            "exit": os.waitstatus_to_exitcode(status),
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "maxrss_kib": usage.ru_maxrss,
+        }
+    ).encode()
+
+
+def _prepared(spec, fds, ids, seccomp_program):
+    """C (the two-step way): made ahead of its check (joining a cgroup v1 costs
+    milliseconds of RCU wait, and building G's namespaces and mounts some more, paid here
+    while the previous check runs): new namespaces, the check's cgroups, G forked; then
+    wait for G and report how it ended."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     report, cgroups = fds[0], fds[1:]
     try:
-        uid, gid = os.getuid(), os.getgid()
-        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
-        _call(libc.unshare(flags | CLONE_NEWNET), "unshare")
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
-        for fd in cgroups:
-            os.write(fd, b"0")  # cgroup.procs, opened by the worker: "0" moves us (and G)
-            os.close(fd)
-        if spec.get("cpu") is not None:
-            os.sched_setaffinity(0, {spec["cpu"]})
+        _call(libc.unshare(NAMESPACES), "unshare")
+        _enter(spec, cgroups, ids)  # G, forked next, inherits all of it
         child = os.fork()
     except BaseException as error:
         os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
         os._exit(1)
     if child == 0:
-        try:
-            _inside(spec, report, seccomp_program)
-        except BaseException as error:
-            message = "".join(traceback.format_exception_only(type(error), error)).strip()
-            with_error = json.dumps({"error": f"warm sandbox setup: {message}"})
-            try:
-                os.write(report, with_error.encode())
-            finally:
-                os._exit(126)
-        os._exit(127)
+        _run_g(spec, report, seccomp_program)
     _pid, status, usage = os.wait4(child, 0)
-    ended = {
-        "exit": os.waitstatus_to_exitcode(status),
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "maxrss_kib": usage.ru_maxrss,
-    }
     with contextlib.suppress(OSError):  # a dropped check's socket is closed
-        os.write(report, json.dumps(ended).encode())
+        os.write(report, _ended(status, usage))
     os._exit(0)
+
+
+class _Checks:
+    """The zygote's Gs made by direct clone: each one's pidfd and report socket, until
+    it ends and the zygote, its parent, reports how."""
+
+    def __init__(self, control):
+        self.control = control
+        self.poller = select.poll()
+        self.poller.register(control, select.POLLIN)
+        self.running = {}  # pidfd -> (pid, report fd)
+
+    def start(self, spec, fds, ids, seccomp_program):
+        report, cgroups = fds[0], fds[1:]
+        pid = _clone(NAMESPACES)
+        if pid == 0:
+            # G: nothing of the zygote's or of other checks' channels stays open here.
+            self.control.close()
+            for pidfd, (_pid, other) in self.running.items():
+                os.close(pidfd)
+                os.close(other)
+            try:
+                _enter(spec, cgroups, ids)
+            except BaseException as error:
+                os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
+                os._exit(1)
+            _run_g(spec, report, seccomp_program)
+        pidfd = os.pidfd_open(pid)
+        self.running[pidfd] = (pid, os.dup(report))
+        self.poller.register(pidfd, select.POLLIN)
+
+    def wait(self):
+        """Until a message is waiting on the control socket, report every G that ended."""
+        while True:
+            ready = [fd for fd, _event in self.poller.poll()]
+            for fd in ready:
+                if fd in self.running:
+                    pid, report = self.running.pop(fd)
+                    self.poller.unregister(fd)
+                    _pid, status, usage = os.wait4(pid, 0)
+                    with contextlib.suppress(OSError):  # a dropped check's socket is closed
+                        os.write(report, _ended(status, usage))
+                    os.close(report)
+                    os.close(fd)
+            if self.control.fileno() in ready:
+                return
 
 
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
     hello = json.loads(control.recv(1 << 16))
     seccomp_program = bytes.fromhex(hello["seccomp"])
+    direct = bool(hello.get("clone")) and SYS_CLONE is not None
+    ids = os.getuid(), os.getgid()
     driver.preload()
-    # Children are reaped by the kernel; C waits for its own G.
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    control.send(b"ready")
+    checks = _Checks(control) if direct else None
+    # Two-step: children are reaped by the kernel, C waits for its own G. Direct: the
+    # zygote waits for its Gs itself.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL if direct else signal.SIG_IGN)
+    control.send(b"ready clone" if direct else b"ready")
     while True:
+        if checks is not None:
+            checks.wait()
         try:
             message, fds, _flags, _address = socket.recv_fds(control, 1 << 16, MAX_FDS)
         except OSError:
@@ -265,9 +371,11 @@ def main():
             spec = json.loads(message)
             if not fds:
                 raise ValueError("a prepared check needs its report socket")
-            if os.fork() == 0:
+            if checks is not None:
+                checks.start(spec, fds, ids, seccomp_program)
+            elif os.fork() == 0:
                 control.close()
-                _prepared(spec, fds, seccomp_program)
+                _prepared(spec, fds, ids, seccomp_program)
         except BaseException as error:
             if fds:
                 text = json.dumps({"error": f"warm sandbox: {error}"}).encode()
