@@ -19,6 +19,7 @@ solution cannot redefine what the test compares against (HumanEval/38's
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 
 FILES = ("_codeloop_codec.py", "_codeloop_server.py", "_codeloop_driver.py")
@@ -26,6 +27,12 @@ DRIVER = "_codeloop_driver.py"
 
 
 def sources() -> dict[str, bytes]:
-    """The trusted files of the box, by name."""
+    """The trusted files of the box, by name (a fresh dict; the files are read once per
+    process, not once per check)."""
+    return dict(_read())
+
+
+@functools.cache
+def _read() -> tuple[tuple[str, bytes], ...]:
     folder = resources.files(__name__)
-    return {name: folder.joinpath(name).read_bytes() for name in FILES}
+    return tuple((name, folder.joinpath(name).read_bytes()) for name in FILES)
