@@ -104,12 +104,23 @@ class _Filter(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _load_seccomp(program):
-    if not program:
-        return
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = _Filter(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _call(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+class Lockdown:
+    """What a check process does last before the driver runs: drop every capability,
+    load the worker's seccomp filter. Made once in the zygote (the filter laid out for
+    prctl, the kernel's last capability number read), so a check only makes the calls."""
+
+    def __init__(self, program):
+        self.program = program
+        self.buffer = ctypes.create_string_buffer(program, len(program))
+        self.fprog = _Filter(len(program) // 8, ctypes.cast(self.buffer, ctypes.c_void_p))
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            self.last_cap = int(handle.read())
+
+    def apply(self):
+        _drop_capabilities(self.last_cap)
+        if self.program:
+            fprog = ctypes.byref(self.fprog)
+            _call(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0), "seccomp")
 
 
 class _CapHeader(ctypes.Structure):
@@ -124,19 +135,19 @@ class _CapData(ctypes.Structure):
     ]
 
 
-def _drop_capabilities():
+def _drop_capabilities(last_cap):
     """Empty the bounding set, then every capability set (the new user namespace gave
     G all of them there; the program runs with none, and no_new_privs keeps it so)."""
-    with open("/proc/sys/kernel/cap_last_cap") as handle:
-        last = int(handle.read())
-    for cap in range(last + 1):
+    for cap in range(last_cap + 1):
         _call(libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), "drop the bounding set")
     header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
     data = (_CapData * 2)()
     _call(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
-    with open("/proc/self/status") as handle:
-        status = handle.read()
-    if "CapEff:\t0000000000000000" not in status:
+    left = (_CapData * 2)()
+    _call(libc.capget(ctypes.byref(header), ctypes.byref(left)), "capget")
+    if any(
+        getattr(part, name) for part in left for name in ("effective", "permitted", "inheritable")
+    ):
         raise SetupError("capabilities remained after dropping them")
 
 
@@ -197,7 +208,7 @@ def _enter(spec, cgroups, ids):
         os.sched_setaffinity(0, {spec["cpu"]})
 
 
-def _inside(spec, report, seccomp_program):
+def _inside(spec, report, lockdown):
     """G: pid 1 of the check's namespaces. Builds its world ahead of the check, waits for
     it, then locks itself down and runs the driver."""
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -236,8 +247,7 @@ def _inside(spec, report, seccomp_program):
     for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
         os.dup2(fd, target)
     os.umask(0o022)
-    _drop_capabilities()
-    _load_seccomp(seccomp_program)
+    lockdown.apply()
     os.chdir("/work")
     # Tell the worker our pid (the kernel translates it into the worker's namespace),
     # and start only when it says so: it holds a pidfd to kill us by from then on.
@@ -252,10 +262,10 @@ def _inside(spec, report, seccomp_program):
     os._exit(code)
 
 
-def _run_g(spec, report, seccomp_program):
+def _run_g(spec, report, lockdown):
     """G, whichever way it was made: build the check's world, run it; never returns."""
     try:
-        _inside(spec, report, seccomp_program)
+        _inside(spec, report, lockdown)
     except BaseException as error:
         message = "".join(traceback.format_exception_only(type(error), error)).strip()
         with_error = json.dumps({"error": f"warm sandbox setup: {message}"})
@@ -277,7 +287,7 @@ def _ended(status, usage):
     ).encode()
 
 
-def _prepared(spec, fds, ids, seccomp_program):
+def _prepared(spec, fds, ids, lockdown):
     """C (the two-step way): made ahead of its check (joining a cgroup v1 costs
     milliseconds of RCU wait, and building G's namespaces and mounts some more, paid here
     while the previous check runs): new namespaces, the check's cgroups, G forked; then
@@ -293,7 +303,7 @@ def _prepared(spec, fds, ids, seccomp_program):
         os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
         os._exit(1)
     if child == 0:
-        _run_g(spec, report, seccomp_program)
+        _run_g(spec, report, lockdown)
     _pid, status, usage = os.wait4(child, 0)
     with contextlib.suppress(OSError):  # a dropped check's socket is closed
         os.write(report, _ended(status, usage))
@@ -310,7 +320,7 @@ class _Checks:
         self.poller.register(control, select.POLLIN)
         self.running = {}  # pidfd -> (pid, report fd)
 
-    def start(self, spec, fds, ids, seccomp_program):
+    def start(self, spec, fds, ids, lockdown):
         report, cgroups = fds[0], fds[1:]
         pid = _clone(NAMESPACES)
         if pid == 0:
@@ -324,7 +334,7 @@ class _Checks:
             except BaseException as error:
                 os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
                 os._exit(1)
-            _run_g(spec, report, seccomp_program)
+            _run_g(spec, report, lockdown)
         pidfd = os.pidfd_open(pid)
         self.running[pidfd] = (pid, os.dup(report))
         self.poller.register(pidfd, select.POLLIN)
@@ -349,7 +359,7 @@ class _Checks:
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
     hello = json.loads(control.recv(1 << 16))
-    seccomp_program = bytes.fromhex(hello["seccomp"])
+    lockdown = Lockdown(bytes.fromhex(hello["seccomp"]))
     direct = bool(hello.get("clone")) and SYS_CLONE is not None
     ids = os.getuid(), os.getgid()
     driver.preload()
@@ -372,10 +382,10 @@ def main():
             if not fds:
                 raise ValueError("a prepared check needs its report socket")
             if checks is not None:
-                checks.start(spec, fds, ids, seccomp_program)
+                checks.start(spec, fds, ids, lockdown)
             elif os.fork() == 0:
                 control.close()
-                _prepared(spec, fds, ids, seccomp_program)
+                _prepared(spec, fds, ids, lockdown)
         except BaseException as error:
             if fds:
                 text = json.dumps({"error": f"warm sandbox: {error}"}).encode()
