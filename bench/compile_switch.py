@@ -11,7 +11,9 @@ Switches: `javac-service` (CODELOOP_JAVAC_SERVICE: Java compiles in the worker's
 javac JVM, or one JVM per compile), `gold` (CODELOOP_GOLD: C++ and Rust test
 halves linked by gold, or by ld.bfd), `cpp-quick-test` (CODELOOP_CPP_QUICK_TEST: the
 C++ test half at -O0, the codec's standard headers precompiled and the codec itself
-unoptimized; or both halves -O2 as before), `rust-rpc-lib` (CODELOOP_RUST_RPC_LIB:
+unoptimized; or both halves -O2 as before), `cpp-rpc-lib` (CODELOOP_CPP_RPC_LIB: the
+C++ codec's type-independent functions and its put/get of the common types linked
+from an object built once, or compiled into each half), `rust-rpc-lib` (CODELOOP_RUST_RPC_LIB:
 the Rust codec linked as an rlib built once, or compiled into each crate) and
 `go-library` (CODELOOP_GO_LIBRARY: the Go codec as a package compiled once and
 testify's assert without its HTTP helpers, or the codec compiled into both binaries
@@ -52,6 +54,12 @@ SWITCHES = {
         ["cpp"],
         "test half -O0, codec headers precompiled",
         "both halves -O2",
+    ),
+    "cpp-rpc-lib": (
+        "CODELOOP_CPP_RPC_LIB",
+        ["cpp"],
+        "codec object built once (common types instantiated)",
+        "codec compiled into each half",
     ),
     "go-library": (
         "CODELOOP_GO_LIBRARY",

@@ -23,6 +23,7 @@ from codeloop.sandbox import (
     Check,
     CheckRequest,
     check_many,
+    cppbox,
     function_tests,
     gobox,
     harness,
@@ -50,6 +51,9 @@ PREFIX = {
 CANONICAL_IDS = [0, 12, 38, 53, 101, 162]
 """Several shapes per language: lists, strings, randomised tests (38, 53), md5 (162)."""
 EXTRA_CANONICAL = [
+    "CPP/22",
+    "CPP/95",
+    "CPP/137",
     "Go/17",
     "Go/27",
     "Go/20",
@@ -59,8 +63,9 @@ EXTRA_CANONICAL = [
     "Rust/10",
     "Rust/22",
 ]
-"""Go tasks whose official composition fails on imports; Java's `assert`; js-md5; a
-Rust test of a function only the solution declares (10); Box<dyn Any> (22)."""
+"""C++ boost::any (22, 137) and a map, whose codec each half instantiates itself beside the
+library's (95); Go tasks whose official composition fails on imports; Java's `assert`;
+js-md5; a Rust test of a function only the solution declares (10); Box<dyn Any> (22)."""
 
 
 # Bodies for task 0 (has_close_elements) that are wrong, do not compile, or exit early.
@@ -392,6 +397,30 @@ def test_cpp_test_half_compiles_unoptimized_and_the_solution_as_written(
     assert build.compile is not None
     assert [" -O2 " in half for half in build.compile[2].split(" && ")] == [True, True]
     assert "#pragma" not in build.files["server.cpp"].decode()
+
+
+def test_cpp_halves_link_the_codec_library_built_once(
+    problems: Problems, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both C++ halves link `cppbox`'s codec compiled once (its type-independent functions
+    and put/get of the common types; mounted read-only) instead of compiling it; the
+    canonical checks above run this way, boost::any and map signatures included.
+    CODELOOP_CPP_RPC_LIB=off (benches) compiles it into each half."""
+    build = _compose(problems, "CPP/0")
+    assert build.compile is not None
+    linked = f"/cpprpc/{cppbox.LIBRARY_OBJECT}"
+    assert [linked in half for half in build.compile[2].split(" && ")] == [True, True]
+    assert ("/cpprpc", False) in [(mount, writable) for _, mount, writable in build.binds]
+    for half in ("server.cpp", "main.cpp"):
+        text = build.files[half].decode()
+        assert text.index("#define CODELOOP_RPC_LIBRARY 1") < text.index(
+            f'#include "{cppbox.HEADER}"'
+        )
+    monkeypatch.setenv("CODELOOP_CPP_RPC_LIB", "off")
+    build = _compose(problems, "CPP/0")
+    assert build.compile is not None and "/cpprpc" not in build.compile[2]
+    assert "CODELOOP_RPC_LIBRARY" not in build.files["main.cpp"].decode()
+    assert cppbox.IMPL in build.files  # the header includes the definitions
 
 
 def test_rust_halves_use_the_codec_library_built_once(

@@ -347,6 +347,11 @@ def _cpp(
             test_flags = [part for part in flags if not part.startswith("-O")] + ["-O0"]
         libraries = [part for part in language.compile if part.startswith("-l")]
         binds: list[tuple[str, str, bool]] = []
+        library = cpp_rpc_library(sandbox, language)
+        if library is not None:
+            binds.append((str(library), _CPP_RPC_MOUNT, False))
+            libraries = [f"{_CPP_RPC_MOUNT}/{cppbox.LIBRARY_OBJECT}", *libraries]
+        linked = library is not None
         steps, common = [], []
         for half, half_flags, mount in (
             ("server", flags, _CPP_PCH_MOUNT),
@@ -362,12 +367,13 @@ def _cpp(
             common.append(include)
             output = ["-o", f"{BOX}/{half}", f"{BOX}/{half}.cpp"]
             steps.append([language.compile[0], *half_flags, *fast_link(), *output, *libraries])
-        server = cppbox.server_source(prompt, program, sig, quick_codec=quick)
+        server = cppbox.server_source(prompt, program, sig, quick_codec=quick, library=linked)
+        tester = cppbox.test_source(prompt, test, sig, library=linked)
         return TestBuild(
             files={
                 "server.cpp": (common[0] + server).encode(),
-                "main.cpp": (common[1] + cppbox.test_source(prompt, test, sig)).encode(),
-                cppbox.HEADER: cppbox.header(),
+                "main.cpp": (common[1] + tester).encode(),
+                **{name: text.encode() for name, text in cppbox.box_files().items()},
             },
             compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
             run=[f"{BOX}/main", "{requests}", "{replies}"],
@@ -394,6 +400,7 @@ CPP_COMMON_HEADERS = (
 """The headers HumanEval-X's official harness adds to every C++ program."""
 _CPP_PCH_NAME = "codeloop_common.h"
 _CPP_PCH_MOUNT = "/fnpch"
+_CPP_RPC_MOUNT = "/cpprpc"
 _CPP_TEST_PCH_MOUNT = "/fnpch-test"
 
 
@@ -407,6 +414,30 @@ def _cpp_common_header(with_codec_headers: bool = True) -> str:
     if with_codec_headers:
         names += [name for name in cppbox.standard_headers() if name not in names]
     return "".join(f"#include <{name}>\n" for name in names)
+
+
+def cpp_rpc_library(sandbox: Sandbox, language: Language) -> Path | None:
+    """`cppbox`'s codec compiled once per compiler as an object both halves link (None if
+    that failed, or with CODELOOP_CPP_RPC_LIB=off: each half compiles it in).
+
+    Its type-independent functions and its put/get for the types most signatures use
+    (`CODELOOP_RPC_COMMON_TYPES`) were most of a test half's compile; compiled with the
+    language's own -O and -std flags, so the ABI is the halves' own.
+    """
+    if switched_off("CODELOOP_CPP_RPC_LIB") or language.compile is None:
+        return None
+    flags = [flag for flag in language.compile[1:] if flag.startswith(("-O", "-std="))]
+    files = cppbox.library_files()
+    key = sha256_json({"g++": toolchain_version(language.name), "flags": flags, "files": files})
+    if key in _failed_archives:
+        return None
+    argv = [language.compile[0], *flags, "-c", f"{BOX}/{cppbox.LIBRARY_SOURCE}"]
+    argv += ["-o", f"{BOX}/{cppbox.LIBRARY_OBJECT}"]
+    try:
+        return build_once(sandbox, "cpp-rpc", key[:16], files, argv, {}, "*.o")
+    except ValueError:
+        _failed_archives.add(key)
+        return None
 
 
 def cpp_common_pch(

@@ -24,6 +24,12 @@ from importlib import resources
 from codeloop.sandbox.signatures import split_top_level
 
 HEADER = "codeloop_rpc.hpp"
+IMPL = "codeloop_rpc_impl.hpp"
+"""The header's type-independent functions (the header includes it unless a check links
+the library)."""
+LIBRARY_SOURCE = "codeloop_rpc_lib.cpp"
+"""What the sandbox compiles once into the library (see function_tests.cpp_rpc_library)."""
+LIBRARY_OBJECT = "codeloop_rpc.o"
 _WORD = re.compile(r"[A-Za-z_]\w*")
 SUPPORTED_WORDS = {
     "int",
@@ -53,6 +59,20 @@ _STUB = re.compile(r"^([A-Za-z_][\w:<>, \*&]*?)\s+([A-Za-z_]\w*)\s*\(([^)]*)\)\s
 
 def header() -> bytes:
     return resources.files(__name__).joinpath(HEADER).read_bytes()
+
+
+@functools.cache
+def box_files() -> dict[str, str]:
+    """Our files a C++ check's box holds: the header and its definitions."""
+    folder = resources.files(__name__)
+    return {name: folder.joinpath(name).read_text() for name in (HEADER, IMPL)}
+
+
+@functools.cache
+def library_files() -> dict[str, str]:
+    """The sources of the library: the box's files and the unit that instantiates them."""
+    source = resources.files(__name__).joinpath(LIBRARY_SOURCE).read_text()
+    return {**box_files(), LIBRARY_SOURCE: source}
 
 
 @functools.cache
@@ -93,11 +113,13 @@ def signature(
     return result, name, typed, stub.start()
 
 
-def _prefix(prompt: str) -> str:
-    """What goes before our header: boost::any support where the prompt uses it."""
+def _prefix(prompt: str, library: bool) -> str:
+    """What goes before our header: boost::any support where the prompt uses it; whether
+    the header's functions come from the library (linked) or are compiled in."""
+    text = "#define CODELOOP_RPC_LIBRARY 1\n" if library else ""
     if _BOOST_ANY.search(prompt):
-        return "#include <boost/any.hpp>\n#define CODELOOP_BOOST_ANY 1\n"
-    return ""
+        text += "#include <boost/any.hpp>\n#define CODELOOP_BOOST_ANY 1\n"
+    return text
 
 
 _UNOPTIMIZED = '#pragma GCC push_options\n#pragma GCC optimize ("O0")\n'
@@ -105,11 +127,14 @@ _UNOPTIMIZED = '#pragma GCC push_options\n#pragma GCC optimize ("O0")\n'
 compile time): it is trusted code whose speed does not matter next to a pipe's."""
 
 
-def server_source(prompt: str, program: str, sig: tuple, quick_codec: bool = False) -> str:
+def server_source(
+    prompt: str, program: str, sig: tuple, quick_codec: bool = False, library: bool = False
+) -> str:
     """The solution's translation unit: our main first, then the program as written.
 
     `quick_codec`: our header and main are compiled unoptimized; the optimization
-    options return to the command line's before the program's first line.
+    options return to the command line's before the program's first line. `library`:
+    the unit is linked with the library (`LIBRARY_OBJECT`) instead of compiling it in.
     """
     result, name, typed, _at = sig
     setup = "".join(
@@ -133,18 +158,18 @@ def server_source(prompt: str, program: str, sig: tuple, quick_codec: bool = Fal
         # Not around `setup`: a header the prompt includes there is the program's too.
         codec, main = (f"{_UNOPTIMIZED}{part}#pragma GCC pop_options\n" for part in (codec, main))
     return (
-        f"{_prefix(prompt)}{codec}{setup}{result} {name}({params});\n{main}"
+        f"{_prefix(prompt, library)}{codec}{setup}{result} {name}({params});\n{main}"
         f'#line 1 "main.cpp"\n{program}\n'
     )
 
 
-def test_source(prompt: str, test: str, sig: tuple) -> str:
+def test_source(prompt: str, test: str, sig: tuple, library: bool = False) -> str:
     """The test's translation unit: trusted prompt, a proxy, the test with main renamed."""
     result, name, typed, at = sig
     params = ", ".join(f"{kind} {arg}" for kind, arg in typed)
     args = "".join(f", {arg}" for _kind, arg in typed)
     return (
-        f'{_prefix(prompt)}#include "{HEADER}"\n{prompt[:at]}\n'
+        f'{_prefix(prompt, library)}#include "{HEADER}"\n{prompt[:at]}\n'
         f"{result} {name}({params}) {{\n"
         f'  return codeloop::call<{result}>("{name}"{args});\n}}\n'
         "__attribute__((constructor)) static void codeloop_drive(int argc, char** argv) {\n"

@@ -5,6 +5,11 @@
 // A boost::any (where the code includes boost/any.hpp, CODELOOP_BOOST_ANY) travels
 // as its exact dynamic type's name and value, from a closed list of plain types; an
 // `int` stays an `int` and a `char` a `char`, and any other content is refused.
+// The functions that do not depend on the types crossing (the reader, the framing, the
+// serving loop, the test's start and end) are in codeloop_rpc_impl.hpp. A check either
+// compiles them in (this header includes it), or, where the sandbox built
+// codeloop_rpc_lib.cpp once (CODELOOP_RPC_LIBRARY), links them from there, together
+// with the codec for the types HumanEval-X's signatures use most.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
@@ -70,26 +75,10 @@ template <class T> void put(std::string& out, const T& value) {
 struct Reader {
   const std::string& text;
   std::size_t at = 0;
-  char tag() {
-    if (at >= text.size()) throw std::runtime_error("codeloop: value cut off");
-    return text[at++];
-  }
-  void expect(char wanted) {
-    if (tag() != wanted) throw std::runtime_error("codeloop: value of another type");
-  }
-  std::string until(char end) {
-    std::size_t stop = text.find(end, at);
-    if (stop == std::string::npos) throw std::runtime_error("codeloop: value cut off");
-    std::string part = text.substr(at, stop - at);
-    at = stop + 1;
-    return part;
-  }
-  std::size_t count() {
-    std::string digits = until(':');
-    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
-      throw std::runtime_error("codeloop: bad length");
-    return static_cast<std::size_t>(std::stoull(digits));
-  }
+  char tag();
+  void expect(char wanted);
+  std::string until(char end);
+  std::size_t count();
 };
 
 #ifdef CODELOOP_BOOST_ANY
@@ -195,37 +184,9 @@ inline boost::any get_any(Reader& in) {
 }
 #endif
 
-inline void send(int fd, const std::string& payload) {
-  std::string frame = std::to_string(payload.size()) + "\n" + payload;
-  std::size_t done = 0;
-  while (done < frame.size()) {
-    ssize_t wrote = ::write(fd, frame.data() + done, frame.size() - done);
-    if (wrote <= 0) throw std::runtime_error("codeloop: the other process is gone");
-    done += static_cast<std::size_t>(wrote);
-  }
-}
+void send(int fd, const std::string& payload);
 
-inline bool receive(int fd, std::string& payload) {
-  std::string digits;
-  char c;
-  for (;;) {
-    ssize_t got = ::read(fd, &c, 1);
-    if (got <= 0) return false;
-    if (c == '\n') break;
-    if (c < '0' || c > '9' || digits.size() > 12) throw std::runtime_error("codeloop: bad frame");
-    digits += c;
-  }
-  std::size_t size = static_cast<std::size_t>(std::stoull(digits));
-  if (size > (std::size_t(64) << 20)) throw std::runtime_error("codeloop: message too large");
-  payload.assign(size, '\0');
-  std::size_t done = 0;
-  while (done < size) {
-    ssize_t got = ::read(fd, &payload[done], size - done);
-    if (got <= 0) return false;
-    done += static_cast<std::size_t>(got);
-  }
-  return true;
-}
+bool receive(int fd, std::string& payload);
 
 // --- the solution's side ---------------------------------------------------------------
 
@@ -241,25 +202,7 @@ template <class R, class... A> std::string answer(R (*function)(A...), Reader& i
   return out;
 }
 
-template <class F> int serve(int argc, char** argv, F handle) {
-  if (argc < 3) return 2;
-  int requests = std::atoi(argv[1]), replies = std::atoi(argv[2]);
-  send(replies, "ready");
-  std::string request;
-  while (receive(requests, request)) {
-    std::string reply;
-    try {
-      Reader in{request};
-      reply = handle(in);
-    } catch (const std::exception& error) {
-      reply = std::string("e") + error.what();
-    } catch (...) {
-      reply = "eexception";
-    }
-    send(replies, reply);
-  }
-  return 0;
-}
+int serve(int argc, char** argv, std::string (*handle)(Reader&));
 
 // --- the test's side --------------------------------------------------------------------
 
@@ -268,40 +211,14 @@ struct Channel {
   std::string nonce;
 };
 
-inline Channel& channel() {
-  static Channel state;
-  return state;
-}
+Channel& channel();
 
-inline void start(int requests, int replies) {
-  Channel& state = channel();
-  state.requests = requests;
-  state.replies = replies;
-  char line[256] = {0};
-  if (!std::fgets(line, sizeof line, stdin)) std::abort();
-  state.nonce = line;
-  while (!state.nonce.empty() && (state.nonce.back() == '\n' || state.nonce.back() == '\r'))
-    state.nonce.pop_back();
-  std::string hello;
-  if (!receive(replies, hello) || hello != "ready") {
-    std::fprintf(stderr, "the solution's process ended before answering\n");
-    std::exit(1);
-  }
-}
+void start(int requests, int replies);
 
-inline void finished() {
-  // Registered with atexit: runs when the test's main returns, never after a failed
-  // assert (abort) or a failed call (terminate).
-  std::printf("\n%s\n", channel().nonce.c_str());
-  std::fflush(stdout);
-}
+void finished();
 
 // Runs before the test's main (glibc passes argc and argv to constructors).
-inline void drive(int argc, char** argv) {
-  if (argc < 3) std::abort();
-  start(std::atoi(argv[1]), std::atoi(argv[2]));
-  std::atexit(finished);
-}
+void drive(int argc, char** argv);
 
 template <class R, class... A> R call(const char* name, const A&... args) {
   std::string request = std::string(name) + "(";
@@ -322,3 +239,24 @@ template <class R, class... A> R call(const char* name, const A&... args) {
 }
 
 }  // namespace codeloop
+
+// The codec for the types most signatures use, instantiated once in the library (not
+// with boost::any, whose branch of put/get this unit would compile differently).
+#define CODELOOP_RPC_COMMON_TYPES(X)                                                       \
+  X(bool) X(int) X(long long) X(float) X(double) X(std::string) X(std::vector<int>)         \
+  X(std::vector<long long>) X(std::vector<float>) X(std::vector<double>)                    \
+  X(std::vector<std::string>) X(std::vector<std::vector<int>>)
+
+#ifdef CODELOOP_RPC_LIBRARY
+#ifndef CODELOOP_BOOST_ANY
+#define CODELOOP_RPC_EXTERN(T)                                                            \
+  extern template void put<T>(std::string&, const T&);                                    \
+  extern template T get<T>(Reader&);
+namespace codeloop {
+CODELOOP_RPC_COMMON_TYPES(CODELOOP_RPC_EXTERN)
+}  // namespace codeloop
+#undef CODELOOP_RPC_EXTERN
+#endif
+#else
+#include "codeloop_rpc_impl.hpp"
+#endif
