@@ -267,7 +267,7 @@ class WarmPython:
             self._ahead.append(made)
 
     def check(self, program: bytes, stdin: bytes, limits: harness.RunLimits) -> harness.RunResult:
-        """Run one Python function test (the driver reads `stdin`) in a fresh fork.
+        """Run one Python function test (the driver reads `stdin`) in a fresh process.
 
         The check runs in a process made ahead during earlier checks (when it was made
         for the same limits), and the queue is topped up while this one runs. A

@@ -324,17 +324,22 @@ class _Checks:
         report, cgroups = fds[0], fds[1:]
         pid = _clone(NAMESPACES)
         if pid == 0:
-            # G: nothing of the zygote's or of other checks' channels stays open here.
-            self.control.close()
-            for pidfd, (_pid, other) in self.running.items():
-                os.close(pidfd)
-                os.close(other)
+            # G, which never returns into the zygote's loop.
             try:
+                # Nothing of the zygote's or of other checks' channels stays open here.
+                self.control.close()
+                for pidfd, (_pid, other) in self.running.items():
+                    os.close(pidfd)
+                    os.close(other)
                 _enter(spec, cgroups, ids)
             except BaseException as error:
-                os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
+                with contextlib.suppress(BaseException):
+                    os.write(report, json.dumps({"error": f"warm sandbox: {error}"}).encode())
                 os._exit(1)
-            _run_g(spec, report, lockdown)
+            try:
+                _run_g(spec, report, lockdown)
+            finally:
+                os._exit(127)
         pidfd = os.pidfd_open(pid)
         self.running[pidfd] = (pid, os.dup(report))
         self.poller.register(pidfd, select.POLLIN)
