@@ -57,11 +57,11 @@ def namespace_depth(pid: int) -> int:
 
 
 def warm_host(pid: int, cmdline: str) -> bool:
-    """A worker's warm Python sandbox itself (its bwrap, zygote and the check process it
-    made ahead), which lives as long as its worker: trusted code, never a check.
+    """A worker's warm Python sandbox itself (its bwrap, zygote and the check processes
+    it made ahead), which lives as long as its worker: trusted code, never a check.
 
-    Every process of a check is one pid namespace deeper than the zygote; the one made
-    ahead is that deep too, but waits under its own name until its check arrives (a
+    Every process of a check is one pid namespace deeper than the zygote; those made
+    ahead are that deep too, but wait under their own name until their checks arrive (a
     program could take that name, but not outlive its pid 1: this helper only looks).
     """
     if f"/{warm.ZYGOTE} " not in cmdline:
