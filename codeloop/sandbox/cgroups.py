@@ -66,6 +66,13 @@ def _read(path: str) -> str | None:
         os.close(fd)
 
 
+def _read_int(path: str) -> int | None:
+    try:
+        return int(_read(path) or "")
+    except ValueError:
+        return None
+
+
 def _write(path: str, text: str) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
@@ -85,39 +92,34 @@ class RunCgroup:
     caps_cpu: bool = False
     """Whether a CPU quota applies to the run."""
 
-    def __post_init__(self) -> None:
-        self._paths = [str(folder) for folder in self.folders]
-
     @property
     def procs_files(self) -> list[str]:
-        return [f"{folder}/cgroup.procs" for folder in self._paths]
+        return [f"{folder}/cgroup.procs" for folder in self.folders]
 
     def peak_bytes(self) -> int | None:
         name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
-        for folder in self._paths:
-            text = _read(f"{folder}/{name}")
-            with contextlib.suppress(TypeError, ValueError):
-                return int(text)  # type: ignore[arg-type]
+        for folder in self.folders:
+            value = _read_int(f"{folder}/{name}")
+            if value is not None:
+                return value
         return None
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed something here for exceeding the memory limit
         (v1: or the usage hit the limit at all, memory.failcnt)."""
         events = "memory.oom_control" if self.version == 1 else "memory.events"
-        for folder in self._paths:
+        for folder in self.folders:
             for line in (_read(f"{folder}/{events}") or "").splitlines():
                 key, _, value = line.partition(" ")
                 if key == "oom_kill" and int(value) > 0:
                     return True
-            if self.version == 1:
-                with contextlib.suppress(TypeError, ValueError):
-                    if int(_read(f"{folder}/memory.failcnt")) > 0:  # type: ignore[arg-type]
-                        return True
+            if self.version == 1 and (_read_int(f"{folder}/memory.failcnt") or 0) > 0:
+                return True
         return False
 
     def pids(self) -> list[int]:
         found: set[int] = set()
-        for folder in self._paths:
+        for folder in self.folders:
             found.update(int(x) for x in (_read(f"{folder}/cgroup.procs") or "").split())
         return sorted(found)
 
@@ -125,7 +127,7 @@ class RunCgroup:
         """Kill whatever is still inside, then remove the cgroup(s)."""
         deadline = time.monotonic() + 5
         if self.version == 2:
-            for folder in self._paths:
+            for folder in self.folders:
                 with contextlib.suppress(OSError):
                     _write(f"{folder}/cgroup.kill", "1")
         while (pids := self.pids()) and time.monotonic() < deadline:
@@ -133,7 +135,7 @@ class RunCgroup:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.005)
-        for folder in self._paths:
+        for folder in self.folders:
             while time.monotonic() < deadline:
                 try:
                     os.rmdir(folder)
