@@ -25,7 +25,7 @@ pytest.importorskip("llama_cpp")
 from codeloop.config import BUNDLED_MODEL, EngineConfig  # noqa: E402
 from codeloop.engines import lora_gguf  # noqa: E402
 from codeloop.engines.llamacpp import LlamaCppEngine  # noqa: E402
-from codeloop.engines.llamacpp_batch import plan_sharing  # noqa: E402
+from codeloop.engines.llamacpp_batch import PrefixCache  # noqa: E402
 from codeloop.models import load, resolve  # noqa: E402
 from codeloop.recipe import ends_code_block, messages  # noqa: E402
 
@@ -179,6 +179,38 @@ def test_prefix_sharing_changes_no_output(engine) -> None:
     assert shared == plain
 
 
+def test_waiting_requests_start_in_freed_streams_and_answer_as_alone(engine, monkeypatch) -> None:
+    """More requests than batch_size: a waiting one starts as soon as a stream is free,
+    between two steps of the others, and still answers as it does alone."""
+    conversations = [*RECIPE, HELLO, *RECIPE[::-1]]
+    options = {"max_tokens": 40, "temperature": 0.8, "seed": list(range(len(conversations)))}
+    engine.generate(conversations, max_tokens=1)  # cached: every start is a restore
+    events: list[str] = []
+    admit, step = engine.decoder._admit, engine.decoder._step
+    monkeypatch.setattr(engine.decoder, "_admit", lambda *a: (events.append("admit"), admit(*a))[1])
+    monkeypatch.setattr(engine.decoder, "_step", lambda *a: (events.append("step"), step(*a))[1])
+    moves = engine.decoder.stats["moves"]
+    together = texts(engine.generate(conversations, **options))
+    monkeypatch.undo()
+    assert events.count("admit") == len(conversations) > engine.config.batch_size
+    assert "admit" in events[events.index("step") :]
+    assert engine.decoder.stats["moves"] > moves
+    engine.share_prefix = False
+    try:
+        assert together == one_by_one(engine, conversations, **options)
+    finally:
+        engine.share_prefix = True
+
+
+def test_a_prompt_asked_again_restores_its_cells_from_the_cache(engine) -> None:
+    engine.decoder.cache.clear()
+    first = texts(engine.generate(RECIPE[:1], max_tokens=24))
+    shared = engine.decoder.stats["shared_tokens"]
+    assert texts(engine.generate(RECIPE[:1], max_tokens=24)) == first
+    restored = engine.decoder.stats["shared_tokens"] - shared
+    assert restored == len(engine.encode(RECIPE[0])) - 1
+
+
 def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, monkeypatch) -> None:
     """llama.cpp computes a lone token with other kernels (gemv) than two or more, and
     splits a batch whose sequence ids have gaps: both would make an answer depend on
@@ -202,12 +234,29 @@ def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, mo
         assert len(ids) >= 2 and ids == list(range(len(ids)))
 
 
-def test_sharing_plan() -> None:
-    system = list(range(100, 140))
-    prompts = [[*system, 1, 2], [*system, 3], [7] * 50, [*system, 1, 2], [*system, 5, 6]]
-    # The last token is never shared, and never the only one left to decode.
-    assert plan_sharing(prompts, minimum=16) == [(-1, 0), (0, 40), (-1, 0), (0, 41), (0, 39)]
-    assert plan_sharing(prompts, minimum=100) == [(-1, 0)] * 5
+def test_prefix_cache_lookup_and_what_it_keeps() -> None:
+    system = tuple(range(100, 140))
+    cache = PrefixCache(budget_bytes=300)
+    cache.put((*system, 1, 2), b"p" * 100, proven=False)
+    # The longest common prefix, never a prompt's last token, never leaving exactly
+    # one of its own tokens to decode, never fewer than SHARE_MIN tokens.
+    assert cache.best([*system, 1, 2, 9]) == ((*system, 1, 2), 42)
+    assert cache.best([*system, 1, 2]) == ((*system, 1, 2), 41)
+    assert cache.best([*system, 3]) == ((*system, 1, 2), 40)
+    assert cache.best([*system, 5, 6]) == ((*system, 1, 2), 39)
+    assert cache.best([7] * 50) == (None, 0)
+    # A prefix other prompts shared outlives prompts stored once, whatever their age.
+    cache.put(system, b"s" * 100, proven=True)
+    assert cache.best([*system, 3]) == (system, 40)  # as long, and less to cut back
+    cache.put((1,) * 20, b"q" * 100, proven=False)
+    cache.put((2,) * 20, b"r" * 100, proven=False)
+    assert list(cache.entries) == [system, (1,) * 20, (2,) * 20]
+    assert cache.get((2,) * 20, 20) == b"r" * 100  # used whole: now proven too
+    cache.put((3,) * 20, b"t" * 100, proven=False)
+    assert list(cache.entries) == [system, (2,) * 20, (3,) * 20]
+    assert cache.size == 300
+    cache.put((4,) * 20, b"x" * 400, proven=False)  # larger than the budget: not kept
+    assert (4,) * 20 not in cache.entries
 
 
 def test_generation_stops_at_the_closed_code_block(engine) -> None:
@@ -278,9 +327,11 @@ def rank8_adapter(tmp_path_factory) -> Path:
 def test_adapter_applies_to_batches_and_unloading_restores_them(engine, rank8_adapter) -> None:
     base = texts(engine.generate(RECIPE, max_tokens=48))
     sampled = {"max_tokens": 48, "temperature": 1.0, "seed": [7, 8, 9, 10]}
+    assert engine.decoder.cache.entries
     engine.load_adapter(rank8_adapter)
     try:
         assert engine.info()["adapter_sha256"] is not None
+        assert not engine.decoder.cache.entries  # cells computed without the adapter
         adapted = texts(engine.generate(RECIPE, max_tokens=48))
         assert adapted == one_by_one(engine, RECIPE, max_tokens=48)
         samples = texts(engine.generate(RECIPE, **sampled))

@@ -153,29 +153,33 @@ class LlamaCppEngine:
                     f"a prompt of {len(prompt)} tokens does not fit the context of "
                     f"{self.n_ctx} tokens"
                 )
-        # Requests with equal first tokens go into one batch, where they share them.
-        # The order is invisible in the answers: each depends on its own seed only.
+        # Requests with equal first tokens run one after another, so the prefix one
+        # decoded is still cached for the next. The order is invisible in the answers:
+        # each depends on its own prompt and seed only.
         order = sorted(range(len(jobs)), key=lambda k: prompts[k])
+        longest = max(map(len, prompts), default=0)
+        done = self.decoder.generate(
+            [prompts[k] for k in order],
+            [jobs[k][1] for k in order],
+            max_tokens=[min(max_tokens, self.n_ctx - len(prompts[k])) for k in order],
+            temperature=temperature,
+            stop=ends_code_block,
+            share_prefix=self.share_prefix,
+            min_p=self.config.min_p,
+            top_p=self.config.top_p,
+            parallel=self.config.batch_size,
+            # Room for the configured answer length, whatever this call asks: a call
+            # with fewer tokens first (a warm-up, a short probe) does not size the
+            # context so that the next needs a new one, which empties the prefix cache.
+            cells=min(self.n_ctx, longest + max(max_tokens, self.config.max_tokens)),
+        )
         flat: list[Completion | None] = [None] * len(jobs)
-        size = self.config.batch_size
-        for start in range(0, len(order), size):
-            chunk = order[start : start + size]
-            done = self.decoder.generate(
-                [prompts[k] for k in chunk],
-                [jobs[k][1] for k in chunk],
-                max_tokens=[min(max_tokens, self.n_ctx - len(prompts[k])) for k in chunk],
-                temperature=temperature,
-                stop=ends_code_block,
-                share_prefix=self.share_prefix,
-                min_p=self.config.min_p,
-                top_p=self.config.top_p,
+        for k, seq in zip(order, done, strict=True):
+            flat[k] = Completion(
+                text=seq.text.decode("utf-8", "ignore"),
+                tokens=len(seq.tokens),
+                finish_reason=seq.reason,
             )
-            for k, seq in zip(chunk, done, strict=True):
-                flat[k] = Completion(
-                    text=seq.text.decode("utf-8", "ignore"),
-                    tokens=len(seq.tokens),
-                    finish_reason=seq.reason,
-                )
         results = regroup([c for c in flat if c is not None], n)
         self.stats["generated_tokens"] += sum(r.tokens for row in results for r in row)
         self.stats["seconds"] += time.monotonic() - started

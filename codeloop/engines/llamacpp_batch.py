@@ -1,10 +1,15 @@
 """Batched decoding on llama.cpp's low-level API: many sequences in one context.
 
 Every request is one sequence of one llama.cpp context, and each decode step sends
-the next token of every unfinished sequence in one `llama_batch`, as llama.cpp's
-server does with its parallel slots. Each sequence samples with its own sampler
-chain (greedy, or temperature then a `dist` sampler seeded with the request's own
-seed), so a sample depends on its prompt and seed only.
+the next token of every running sequence in one `llama_batch`, as llama.cpp's
+server does with its parallel slots. The batch is continuous: when a sequence ends,
+the next waiting request takes its place at once, so a step decodes `parallel`
+sequences for as long as requests wait (llama.cpp's cost per step grows about
+linearly with its sequences here, so a half-empty step wastes nothing but a full
+one finishes the work in fewer steps of the same per-token cost). Each sequence
+samples with its own sampler chain (greedy, or temperature then a `dist` sampler
+seeded with the request's own seed), so a sample depends on its prompt and seed
+only.
 
 Why the context is set up the way it is (measured, see tests/test_engine_llamacpp.py):
 
@@ -21,25 +26,32 @@ Why the context is set up the way it is (measured, see tests/test_engine_llamacp
   more (gemv instead of its tiled gemm, for the attention of one query per sequence
   as for float32 LoRA weights), and they round differently. So every step decodes
   exactly one token per sequence (the first step decodes the prompt's last token)
-  and at least two tokens in all (a pad token in a spare sequence when one sequence
-  is left), and a prompt's other tokens are decoded one sequence per call, never a
+  and at least two tokens in all (a pad token in a free stream when one sequence is
+  left), and a prompt's other tokens are decoded one sequence per call, never a
   token alone.
 * Prompts that begin with the same tokens (one language's system turn and worked
-  example; the n samples of one conversation) decode that prefix once: the stream of
-  the first such prompt is copied to the others (`llama_memory_seq_cp`, a buffer copy
-  at the same offsets) and cut back to the common prefix, then each decodes the rest
-  of its own prompt. The copy holds exactly the cells the others would have computed,
-  so sharing changes no output.
-* A finished sequence leaves the batch, and the last running sequence's stream is
-  copied into its place, so the running sequences always have ids 0..m-1 and each
+  example; the n samples of one conversation; the same task asked again in a later
+  call) decode that prefix once. After a prompt is decoded, its stream's cells are
+  kept in host memory (`PrefixCache`, `llama_state_seq_get_data`); a later prompt
+  with the longest common beginning restores them into its own empty stream
+  (`llama_state_seq_set_data` puts them at offsets 0.., where decoding would), cuts
+  them back to the common prefix and decodes the rest. The restored cells are the
+  bytes its own decoding would have computed, so sharing changes no output. The
+  cache lives across calls and is emptied when the adapter or the context changes.
+* A finished sequence leaves the batch, and the last running sequence's cells are
+  moved into its stream, so the running sequences always have ids 0..m-1 and each
   step is one micro-batch: llama.cpp splits a step whose ids have gaps into one
   micro-batch per run of consecutive ids, which is slower and, for a run of one
-  token, the other kernels of the point above.
+  token, the other kernels of the point above. The move saves and restores the
+  cells, as the prefix cache does: llama.cpp only queues a `llama_memory_seq_cp`
+  between streams until the next decode, where it would overwrite whatever was
+  restored into the destination meanwhile.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +62,9 @@ SHARE_MIN = 16
 """Fewest common prompt tokens worth sharing (a shorter prefix is decoded again)."""
 CELL_ROUND = 256
 """Each sequence's KV stream grows in steps of this many cells."""
+CACHE_MIB = 64
+"""Default host memory for cached prompt prefixes (SmolLM2-135M: 23 KB per token, so
+about 2,900 tokens: a dozen languages' system turn and worked example)."""
 
 
 @dataclass
@@ -64,12 +79,13 @@ class Sequence:
     reason: str = "length"
     done: bool = False
     shared: int = 0
-    """Prompt tokens whose KV cells were copied from another sequence, not decoded."""
+    """Prompt tokens whose KV cells were restored from the prefix cache, not decoded."""
     next_token: int = -1
     """The sampled token this sequence decodes in the next step."""
+    sampler: Any = None
 
 
-def common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int] | tuple[int, ...], b: list[int] | tuple[int, ...]) -> int:
     """Length of the longest common prefix of two token lists."""
     n = min(len(a), len(b))
     i = 0
@@ -78,32 +94,93 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
-def plan_sharing(prompts: list[list[int]], minimum: int = SHARE_MIN) -> list[tuple[int, int]]:
-    """For each prompt, (source, length): start from a copy of the first `length` tokens of
-    the earlier prompt `source`, or (-1, 0) to decode it all.
+def shareable(prompt: list[int], common: int, minimum: int = SHARE_MIN) -> int:
+    """How many of `prompt`'s first tokens to take from a cached prefix that has
+    `common` tokens in common with it (0: decode it all).
 
-    Only a prompt's tokens before its last are shared (the last one is decoded by the
-    first step), from the earliest prompt with the longest common prefix, and never
-    leaving exactly one token of its own to decode (see `BatchDecoder._prefill`).
+    Never the last token (the first step decodes it), and never leaving exactly one
+    token of its own to decode (a lone prompt token takes other kernels)."""
+    length = min(common, len(prompt) - 1)
+    if len(prompt) - 1 - length == 1:
+        length -= 1
+    return length if length >= minimum else 0
+
+
+@dataclass
+class _Entry:
+    data: bytes
+    hits: int = 0
+
+
+class PrefixCache:
+    """Decoded prompt prefixes' KV cells (llama.cpp sequence state) in host memory.
+
+    Keyed by their tokens. Eviction is least recently used, entries never used whole
+    first: a prompt stored after decoding is only a candidate, while a prefix that
+    another prompt shared (stored cut back to the common part) or an entry used whole
+    (the same prompt asked again) has proved worth keeping.
     """
-    plan: list[tuple[int, int]] = []
-    for i, prompt in enumerate(prompts):
-        best, length = -1, 0
-        for j in range(i):
-            common = min(common_prefix(prompts[j][:-1], prompt[:-1]), len(prompt) - 1)
-            if common > length:
-                best, length = j, common
-        if len(prompt) - 1 - length == 1:
-            length -= 1
-        plan.append((best, length) if length >= minimum else (-1, 0))
-    return plan
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
+        self.size = 0
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.size = 0
+
+    def best(self, prompt: list[int]) -> tuple[tuple[int, ...] | None, int]:
+        """(key, length): the entry to restore for `prompt` and how many of its tokens
+        to keep; (None, 0) when nothing is worth sharing. Among entries with the
+        longest usable prefix, the shortest (least to cut back)."""
+        found: tuple[int, ...] | None = None
+        length = 0
+        for key in self.entries:
+            usable = shareable(prompt, common_prefix(key, prompt))
+            shorter = found is not None and len(key) < len(found)
+            if usable and (usable > length or (usable == length and shorter)):
+                found, length = key, usable
+        return found, length
+
+    def get(self, key: tuple[int, ...], length: int) -> bytes:
+        """The state of entry `key`, of which the caller keeps `length` tokens."""
+        entry = self.entries[key]
+        self.entries.move_to_end(key)
+        if length == len(key):
+            entry.hits += 1
+        return entry.data
+
+    def put(self, key: tuple[int, ...], data: bytes, *, proven: bool) -> None:
+        """Store (or refresh) `key`; `proven`: a prefix another prompt shared."""
+        if key in self.entries:
+            entry = self.entries[key]
+            entry.hits += proven
+            self.entries.move_to_end(key)
+            return
+        if len(data) > self.budget:
+            return
+        self.entries[key] = _Entry(data, int(proven))
+        self.size += len(data)
+        while self.size > self.budget:
+            victim = next((k for k, e in self.entries.items() if not e.hits), None)
+            if victim is None:
+                victim = next(iter(self.entries))
+            self.size -= len(self.entries.pop(victim).data)
 
 
 class BatchDecoder:
     """One llama.cpp context over a loaded model that decodes many sequences together."""
 
     def __init__(
-        self, model: Any, vocab: Any, *, threads: int, n_batch: int = 512, n_ubatch: int = 512
+        self,
+        model: Any,
+        vocab: Any,
+        *,
+        threads: int,
+        n_batch: int = 512,
+        n_ubatch: int = 512,
+        cache_mib: int = CACHE_MIB,
     ) -> None:
         self.model, self.vocab = model, vocab
         self.threads = threads
@@ -113,6 +190,7 @@ class BatchDecoder:
         self.seqs = 0
         self._batch: Any = None
         self._adapter: Any = None
+        self.cache = PrefixCache(cache_mib << 20)
         self.stats = {"prompt_tokens": 0, "shared_tokens": 0, "decode_calls": 0, "moves": 0}
 
     # -- context -----------------------------------------------------------------------
@@ -153,6 +231,7 @@ class BatchDecoder:
     def _free_context(self) -> None:
         import llama_cpp as C
 
+        self.cache.clear()  # states are restored only into the context that made them
         if self._batch is not None:
             C.llama_batch_free(self._batch)
             self._batch = None
@@ -165,6 +244,8 @@ class BatchDecoder:
 
     def set_adapter(self, handle: Any) -> None:
         """Apply the llama.cpp LoRA adapter `handle` (scale 1) to every decode, or None."""
+        if handle is not self._adapter:
+            self.cache.clear()  # cached cells were computed with the other adapter
         self._adapter = handle
         if self.ctx is not None:
             self._apply_adapter()
@@ -245,8 +326,13 @@ class BatchDecoder:
         share_prefix: bool = True,
         min_p: float = 0.0,
         top_p: float = 1.0,
+        parallel: int | None = None,
+        cells: int = 0,
     ) -> list[Sequence]:
-        """Decode all prompts together until each one ends; one Sequence per prompt.
+        """Decode all prompts, at most `parallel` at a time (default: all), in the order
+        given, until each one ends; one Sequence per prompt. `cells`: make each stream
+        at least this long, so that later, longer calls need no new context (a new
+        context empties the prefix cache).
 
         A sequence ends at an end-of-generation token (neither counted nor in its text),
         when `stop(text)` holds after a token whose piece contains a backtick, or after
@@ -262,20 +348,75 @@ class BatchDecoder:
             return []
         if any(not s.prompt for s in seqs):
             raise EngineError("llama.cpp cannot decode an empty prompt")
-        plan = plan_sharing(prompts) if share_prefix else [(-1, 0)] * len(seqs)
-        # One more sequence than requests: the pad of a step with a single token.
-        self._ensure(max(len(s.prompt) + s.limit for s in seqs) + 1, len(seqs) + 1)
+        parallel = max(1, min(parallel or len(seqs), len(seqs)))
+        # At least two streams: a lone running sequence steps next to a pad token.
+        longest = max(len(s.prompt) + s.limit for s in seqs) + 1
+        self._ensure(max(longest, cells), max(2, parallel))
         memory = C.llama_get_memory(self.ctx)
         C.llama_memory_clear(memory, True)
-        samplers = [self._sampler(temperature, s.seed, min_p, top_p) for s in seqs]
+        waiting = deque(seqs)
+        running: list[Sequence] = []  # running[i] decodes in stream i
         try:
-            self._prompts(seqs, plan, memory)
-            self._steps(seqs, samplers, memory, stop)
+            while waiting or running:
+                while waiting and len(running) < parallel:
+                    seq = waiting.popleft()
+                    seq.sampler = self._sampler(temperature, seq.seed, min_p, top_p)
+                    self._admit(len(running), seq, memory, share_prefix)
+                    running.append(seq)
+                self._step(running, memory, stop)
+                self._compact(running, memory)
         finally:
-            for sampler in samplers:
-                C.llama_sampler_free(sampler)
+            for seq in seqs:
+                if seq.sampler is not None:
+                    C.llama_sampler_free(seq.sampler)
+                    seq.sampler = None
             C.llama_memory_clear(memory, False)
         return seqs
+
+    def _admit(self, stream: int, seq: Sequence, memory: Any, share: bool) -> None:
+        """Put every token of `seq`'s prompt but its last into the empty `stream`:
+        restored from the prefix cache as far as it reaches, decoded from there."""
+        import llama_cpp as C
+
+        C.llama_memory_seq_rm(memory, stream, -1, -1)  # also moves the stream's head to 0
+        prompt, end = seq.prompt, len(seq.prompt) - 1
+        start = 0
+        if share:
+            key, length = self.cache.best(prompt)
+            if key is not None:
+                self._restore(stream, self.cache.get(key, length))
+                if length < len(key):
+                    # Cut back to the common part (the head moves there, so the prompt's
+                    # own tokens land right after it, where they would land alone), and
+                    # keep that part: it is what prompts like this one share.
+                    if not C.llama_memory_seq_rm(memory, stream, length, -1):
+                        raise EngineError("llama.cpp could not cut a restored prefix back")
+                    self.cache.put(tuple(prompt[:length]), self._state(stream), proven=True)
+                start = seq.shared = length
+                self.stats["shared_tokens"] += length
+        self._prefill(stream, prompt, start, end)
+        if share and end >= SHARE_MIN and start < end:
+            self.cache.put(tuple(prompt[:end]), self._state(stream), proven=False)
+        self.stats["prompt_tokens"] += len(prompt)
+        seq.next_token = prompt[-1]
+
+    def _state(self, stream: int) -> bytes:
+        """The KV cells of `stream` as llama.cpp serializes one sequence's state."""
+        import llama_cpp as C
+
+        size = C.llama_state_seq_get_size(self.ctx, stream)
+        buffer = (ctypes.c_uint8 * size)()
+        written = C.llama_state_seq_get_data(self.ctx, buffer, size, stream)
+        if written != size:
+            raise EngineError("llama.cpp could not save a sequence's cells")
+        return bytes(buffer)
+
+    def _restore(self, stream: int, data: bytes) -> None:
+        import llama_cpp as C
+
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if C.llama_state_seq_set_data(self.ctx, buffer, len(data), stream) != len(data):
+            raise EngineError("llama.cpp could not restore cached prompt cells")
 
     def _accept(self, seq: Sequence, token: int, stop: Callable[[str], bool] | None) -> None:
         """Take the sampled `token` into `seq`, or end `seq`."""
@@ -309,86 +450,46 @@ class BatchDecoder:
             self._decode([(tokens[p], p, seq_id, False) for p in range(start, start + piece)])
             start += piece
 
-    def _prompts(self, seqs: list[Sequence], plan: list[tuple[int, int]], memory: Any) -> None:
-        """Put every prompt but its last token into its sequence's stream.
-
-        A shared prefix is decoded once: its source decodes its whole prompt, then each
-        sequence that shares it gets a copy of the source's stream cut back to the
-        prefix (`llama_memory_seq_rm` also moves the stream's head there, so its own
-        tokens land right after the prefix, where they would land alone) and decodes
-        the rest of its own prompt. The last prompt token is decoded by the first step.
-        """
+    def _step(self, running: list[Sequence], memory: Any, stop) -> None:
+        """One llama_decode of the next token of every running sequence, then sampling."""
         import llama_cpp as C
 
-        ends = [len(s.prompt) - 1 for s in seqs]
-        done = [0] * len(seqs)  # prompt tokens in each sequence's stream
-        started = [length == 0 for _source, length in plan]
-        while True:
-            progressed = False
-            for i, seq in enumerate(seqs):
-                if started[i] and done[i] < ends[i]:
-                    self._prefill(i, seq.prompt, done[i], ends[i])
-                    done[i], progressed = ends[i], True
-            ready = [started[i] and done[i] == ends[i] for i in range(len(seqs))]
-            for i, (source, length) in enumerate(plan):
-                if not started[i] and ready[source]:
-                    C.llama_memory_seq_cp(memory, source, i, -1, -1)
-                    if not C.llama_memory_seq_rm(memory, i, length, -1):
-                        raise EngineError("llama.cpp could not cut a copied prompt back")
-                    started[i], done[i], seqs[i].shared = True, length, length
-                    self.stats["shared_tokens"] += length
-                    progressed = True
-            if not progressed:
-                break
-        if done != ends:
-            raise EngineError("prefix sharing left a prompt undecoded (a bug)")
-        self.stats["prompt_tokens"] += sum(len(s.prompt) for s in seqs)
-        for seq in seqs:
-            seq.next_token = seq.prompt[-1]
+        entries = [
+            (seq.next_token, len(seq.prompt) + len(seq.tokens) - 1, stream, True)
+            for stream, seq in enumerate(running)
+        ]
+        if len(entries) == 1:
+            # llama.cpp multiplies a lone token's activations with other kernels
+            # (gemv, not its tiled gemm) that round the adapter's float32 products
+            # differently: a pad token in the free stream 1 keeps every step at two
+            # tokens, and the ids consecutive (a step whose ids have a gap is split
+            # into one batch per run).
+            C.llama_memory_seq_rm(memory, 1, -1, -1)
+            entries.append((entries[0][0], 0, 1, False))
+        self._decode(entries)
+        for index, seq in enumerate(running):
+            self._accept(seq, C.llama_sampler_sample(seq.sampler, self.ctx, index), stop)
 
-    def _steps(self, seqs, samplers, memory, stop) -> None:
-        """One llama_decode per step over every unfinished sequence."""
+    def _compact(self, running: list[Sequence], memory: Any) -> None:
+        """Drop finished sequences, moving the last running one into each freed stream,
+        so the running sequences keep ids 0..m-1."""
         import llama_cpp as C
 
-        slots = list(range(len(seqs)))  # slots[seq id] = index of the request it holds
-        while True:
-            self._compact(slots, seqs, memory)
-            active = [slot for slot, i in enumerate(slots) if not seqs[i].done]
-            if not active:
-                return
-            entries = []
-            for slot in active:
-                seq = seqs[slots[slot]]
-                entries.append((seq.next_token, len(seq.prompt) + len(seq.tokens) - 1, slot, True))
-            if len(entries) == 1:
-                # llama.cpp multiplies a lone token's activations with other kernels
-                # (gemv, not its tiled gemm) that round the adapter's float32 products
-                # differently: a pad token keeps every step at two tokens. Its id follows
-                # the running one (a finished or the spare sequence), since llama.cpp
-                # splits a step whose sequence ids have a gap into one batch per run.
-                pad = active[-1] + 1
-                C.llama_memory_seq_rm(memory, pad, -1, -1)
-                entries.append((entries[0][0], 0, pad, False))
-            self._decode(entries)
-            for index, slot in enumerate(active):
-                i = slots[slot]
-                token = C.llama_sampler_sample(samplers[i], self.ctx, index)
-                self._accept(seqs[i], token, stop)
-
-    def _compact(self, slots: list[int], seqs: list[Sequence], memory: Any) -> None:
-        """Move running sequences into the ids of finished ones, so ids 0..m-1 run."""
-        import llama_cpp as C
-
-        running = [slot for slot, i in enumerate(slots) if not seqs[i].done]
-        count = len(running)
-        holes = [slot for slot in range(count) if seqs[slots[slot]].done]
-        movers = [slot for slot in running if slot >= count]
-        for hole, mover in zip(holes, movers, strict=True):
-            C.llama_memory_seq_rm(memory, hole, -1, -1)
-            C.llama_memory_seq_cp(memory, mover, hole, -1, -1)
-            C.llama_memory_seq_rm(memory, mover, -1, -1)
-            slots[hole], slots[mover] = slots[mover], slots[hole]
-            self.stats["moves"] += 1
+        stream = 0
+        while stream < len(running):
+            if not running[stream].done:
+                stream += 1
+                continue
+            last = len(running) - 1
+            if stream != last:
+                # Through host memory, not llama_memory_seq_cp: a copy between streams
+                # is only queued until the next llama_decode, and would then overwrite
+                # whatever a restore put into the destination stream meanwhile.
+                self._restore(stream, self._state(last))
+                self.stats["moves"] += 1
+            C.llama_memory_seq_rm(memory, last, -1, -1)
+            running[stream] = running[last]
+            running.pop()
 
     def logits(self, tokens: list[int]) -> list[float]:
         """Next-token logits after `tokens`, decoded as one sequence (adapter applied)."""
