@@ -237,7 +237,7 @@ def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, mo
 def test_prefix_cache_lookup_and_what_it_keeps() -> None:
     system = tuple(range(100, 140))
     cache = PrefixCache(budget_bytes=300)
-    cache.put((*system, 1, 2), b"p" * 100, proven=False)
+    cache.put((*system, 1, 2), bytearray(b"p" * 100), proven=False)
     # The longest common prefix, never a prompt's last token, never leaving exactly
     # one of its own tokens to decode, never fewer than SHARE_MIN tokens.
     assert cache.best([*system, 1, 2, 9]) == ((*system, 1, 2), 42)
@@ -246,17 +246,26 @@ def test_prefix_cache_lookup_and_what_it_keeps() -> None:
     assert cache.best([*system, 5, 6]) == ((*system, 1, 2), 39)
     assert cache.best([7] * 50) == (None, 0)
     # A prefix other prompts shared outlives prompts stored once, whatever their age.
-    cache.put(system, b"s" * 100, proven=True)
+    cache.put(system, bytearray(b"s" * 100), proven=True)
     assert cache.best([*system, 3]) == (system, 40)  # as long, and less to cut back
-    cache.put((1,) * 20, b"q" * 100, proven=False)
-    cache.put((2,) * 20, b"r" * 100, proven=False)
+    cache.put((1,) * 20, bytearray(b"q" * 100), proven=False)
+    cache.put((2,) * 20, bytearray(b"r" * 100), proven=False)
     assert list(cache.entries) == [system, (1,) * 20, (2,) * 20]
     assert cache.get((2,) * 20, 20) == b"r" * 100  # used whole: now proven too
-    cache.put((3,) * 20, b"t" * 100, proven=False)
+    cache.put((3,) * 20, bytearray(b"t" * 100), proven=False)
     assert list(cache.entries) == [system, (2,) * 20, (3,) * 20]
     assert cache.size == 300
-    cache.put((4,) * 20, b"x" * 400, proven=False)  # larger than the budget: not kept
+    cache.put((4,) * 20, bytearray(b"x" * 400), proven=False)  # larger than the budget
     assert (4,) * 20 not in cache.entries
+    # Only the `recent` newest candidates are kept, even within the budget.
+    roomy = PrefixCache(budget_bytes=10_000, recent=2)
+    for n in range(5):
+        roomy.put((n,) * 20, bytearray(10), proven=False)
+    roomy.put(system, bytearray(10), proven=True)
+    assert list(roomy.entries) == [(3,) * 20, (4,) * 20, system]
+    roomy.get(system, 30)  # cut back: the caller keeps the shorter prefix instead
+    roomy.put(system[:30], bytearray(10), proven=True)
+    assert list(roomy.entries) == [(4,) * 20, system, system[:30]]
 
 
 def test_generation_stops_at_the_closed_code_block(engine) -> None:

@@ -51,6 +51,7 @@ Why the context is set up the way it is (measured, see tests/test_engine_llamacp
 from __future__ import annotations
 
 import ctypes
+import mmap
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,11 +61,14 @@ from codeloop.errors import EngineError
 
 SHARE_MIN = 16
 """Fewest common prompt tokens worth sharing (a shorter prefix is decoded again)."""
+State = bytearray | mmap.mmap
+"""A sequence's saved cells (any writable buffer; the decoder makes mmaps)."""
 CELL_ROUND = 256
 """Each sequence's KV stream grows in steps of this many cells."""
-CACHE_MIB = 64
+CACHE_MIB = 32
 """Default host memory for cached prompt prefixes (SmolLM2-135M: 23 KB per token, so
-about 2,900 tokens: a dozen languages' system turn and worked example)."""
+about 1,400 tokens: the system turn and worked example of the languages in use, and
+the newest prompts)."""
 
 
 @dataclass
@@ -108,21 +112,24 @@ def shareable(prompt: list[int], common: int, minimum: int = SHARE_MIN) -> int:
 
 @dataclass
 class _Entry:
-    data: bytes
+    data: State
     hits: int = 0
 
 
 class PrefixCache:
     """Decoded prompt prefixes' KV cells (llama.cpp sequence state) in host memory.
 
-    Keyed by their tokens. Eviction is least recently used, entries never used whole
-    first: a prompt stored after decoding is only a candidate, while a prefix that
-    another prompt shared (stored cut back to the common part) or an entry used whole
-    (the same prompt asked again) has proved worth keeping.
+    Keyed by their tokens. A prompt stored after decoding is only a candidate, while a
+    prefix that another prompt shared (stored cut back to the common part) or an entry
+    used whole (the same prompt asked again) has proved worth keeping. Candidates are
+    wanted right away (requests run in prompt order, so prompts that share follow each
+    other): only the `recent` newest are kept, and they go first when the budget is
+    exceeded; proven entries go least recently used first.
     """
 
-    def __init__(self, budget_bytes: int) -> None:
+    def __init__(self, budget_bytes: int, recent: int = 4) -> None:
         self.budget = budget_bytes
+        self.recent = recent
         self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
         self.size = 0
 
@@ -143,15 +150,19 @@ class PrefixCache:
                 found, length = key, usable
         return found, length
 
-    def get(self, key: tuple[int, ...], length: int) -> bytes:
-        """The state of entry `key`, of which the caller keeps `length` tokens."""
+    def get(self, key: tuple[int, ...], length: int) -> State:
+        """The state of entry `key`, of which the caller keeps `length` tokens.
+
+        Kept whole, the entry has proved itself; cut back, it becomes a candidate again:
+        the caller stores the common part, which serves both prompts, and one longer
+        copy of the same cells is not worth the memory of another language's prefix.
+        """
         entry = self.entries[key]
         self.entries.move_to_end(key)
-        if length == len(key):
-            entry.hits += 1
+        entry.hits = entry.hits + 1 if length == len(key) else 0
         return entry.data
 
-    def put(self, key: tuple[int, ...], data: bytes, *, proven: bool) -> None:
+    def put(self, key: tuple[int, ...], data: State, *, proven: bool) -> None:
         """Store (or refresh) `key`; `proven`: a prefix another prompt shared."""
         if key in self.entries:
             entry = self.entries[key]
@@ -162,11 +173,15 @@ class PrefixCache:
             return
         self.entries[key] = _Entry(data, int(proven))
         self.size += len(data)
+        candidates = [k for k, e in self.entries.items() if not e.hits]
+        for victim in candidates[: max(0, len(candidates) - self.recent)]:
+            self._drop(victim)
         while self.size > self.budget:
             victim = next((k for k, e in self.entries.items() if not e.hits), None)
-            if victim is None:
-                victim = next(iter(self.entries))
-            self.size -= len(self.entries.pop(victim).data)
+            self._drop(victim if victim is not None else next(iter(self.entries)))
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        self.size -= len(self.entries.pop(key).data)
 
 
 class BatchDecoder:
@@ -400,21 +415,28 @@ class BatchDecoder:
         self.stats["prompt_tokens"] += len(prompt)
         seq.next_token = prompt[-1]
 
-    def _state(self, stream: int) -> bytes:
-        """The KV cells of `stream` as llama.cpp serializes one sequence's state."""
+    def _state(self, stream: int) -> State:
+        """The KV cells of `stream` as llama.cpp serializes one sequence's state.
+
+        In an anonymous mapping of its own, written in place: no second copy of
+        megabytes, and its pages go back to the system when it is dropped (a malloc'd
+        buffer of this size may stay in the heap and keep the process's RSS up).
+        """
         import llama_cpp as C
 
         size = C.llama_state_seq_get_size(self.ctx, stream)
-        buffer = (ctypes.c_uint8 * size)()
-        written = C.llama_state_seq_get_data(self.ctx, buffer, size, stream)
+        data = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+        written = C.llama_state_seq_get_data(
+            self.ctx, (ctypes.c_uint8 * size).from_buffer(data), size, stream
+        )
         if written != size:
             raise EngineError("llama.cpp could not save a sequence's cells")
-        return bytes(buffer)
+        return data
 
-    def _restore(self, stream: int, data: bytes) -> None:
+    def _restore(self, stream: int, data: State) -> None:
         import llama_cpp as C
 
-        buffer = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        buffer = (ctypes.c_uint8 * len(data)).from_buffer(data)
         if C.llama_state_seq_set_data(self.ctx, buffer, len(data), stream) != len(data):
             raise EngineError("llama.cpp could not restore cached prompt cells")
 
