@@ -17,6 +17,10 @@ states the retained model's gain over the base model in points, pooled and per
 language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
+                                       [--engine llamacpp]
+
+`--engine` runs the preset with another engine kind (its other engine settings kept),
+for the loop and for this script's own evaluations alike.
 """
 
 from __future__ import annotations
@@ -127,12 +131,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--preset", default="cpu-demo")
     parser.add_argument("--session", type=Path, default=None)
+    parser.add_argument("--engine", choices=["hf", "llamacpp"], help="override engine.kind")
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
     if session.exists():
         raise SystemExit(f"{session}: exists; bench/learning.py starts a fresh session")
-    paths = open_session(session, load_preset(args.preset))
+    preset = load_preset(args.preset)
+    if args.engine:
+        preset = preset.model_copy(
+            update={"engine": preset.engine.model_copy(update={"kind": args.engine})}
+        )
+    paths = open_session(session, preset)
     config = load(paths.config)
     languages = list(config.tasks.languages)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -178,7 +188,8 @@ def main() -> None:
         )
         audit = store.read(folder / "audit-candidate" / "summary.json", None)
         lines = [
-            f"session {session.name}, preset {args.preset}, round {number}: "
+            f"session {session.name}, preset {args.preset}, engine {config.engine.kind}, "
+            f"round {number}: "
             f"**{finish['decision']}**",
             "",
             f"- retained model, held-out pass@1, fixed development set "

@@ -307,6 +307,13 @@ def _delta_cosine(engine, hf_and_adapter, adapter_folder: Path) -> float:
     )
 
 
+def test_the_engine_reads_the_base_metadata_that_gguf_reads(engine) -> None:
+    """The engine converts with llama.cpp's view of the base (no second read of the
+    file); it must be what gguf's reader finds in that file."""
+    assert engine._base_metadata() == lora_gguf.base_metadata(engine.ref.path)
+    assert engine._base_metadata()["heads"] == 9  # SmolLM2-135M: 9 query heads, 3 KV
+
+
 def test_converted_adapter_moves_logits_like_the_peft_adapter(engine, hf_and_adapter) -> None:
     cosine = _delta_cosine(engine, hf_and_adapter, hf_and_adapter[2])
     assert cosine > 0.95, cosine

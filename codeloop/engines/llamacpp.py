@@ -16,6 +16,7 @@ earlier one-request-at-a-time engine fed the model.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 from codeloop.config import EngineConfig
 from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
 from codeloop.engines.llamacpp_batch import BatchDecoder
-from codeloop.engines.lora_gguf import convert
+from codeloop.engines.lora_gguf import convert, metadata
 from codeloop.errors import EngineError
 from codeloop.models import resolve
 from codeloop.recipe import ends_code_block
@@ -106,7 +107,7 @@ class LlamaCppEngine:
             if not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 temp = target.with_suffix(f".tmp-{os.getpid()}")
-                convert(path, self.ref.path, temp)
+                convert(path, self.ref.path, temp, self._base_metadata())
                 temp.replace(target)
             handle = llama_cpp.llama_adapter_lora_init(self.model.model, str(target).encode())
             if not handle:
@@ -117,6 +118,18 @@ class LlamaCppEngine:
         except EngineError as error:
             raise EngineError(f"llama.cpp could not attach adapter {path}") from error
         self.adapter_hash = digest
+
+    def _base_metadata(self) -> dict[str, int | str]:
+        """`lora_gguf.metadata` read from the loaded model, not from the file again."""
+        import llama_cpp
+
+        def value(key: str) -> str:
+            buffer = ctypes.create_string_buffer(256)
+            if llama_cpp.llama_model_meta_val_str(self.model.model, key.encode(), buffer, 256) < 0:
+                raise EngineError(f"{self.ref.path}: no {key} in its metadata")
+            return buffer.value.decode()
+
+        return metadata(value, self.ref.path)
 
     def info(self) -> dict[str, Any]:
         return {

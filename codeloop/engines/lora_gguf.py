@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from codeloop.errors import EngineError
 
@@ -39,21 +41,11 @@ def _permute(weights, heads: int):  # numpy array [out, r]
     )
 
 
-def base_metadata(base_gguf: str | Path) -> dict[str, int | str]:
-    """Architecture and head counts of the base GGUF."""
-    import gguf
-
-    reader = gguf.GGUFReader(str(base_gguf))
-
-    def value(key: str):
-        field = reader.get_field(key)
-        if field is None:
-            raise EngineError(f"{base_gguf}: no {key} in its metadata")
-        return field.contents()
-
-    arch = value("general.architecture")
+def metadata(value: Callable[[str], Any], source: str | Path) -> dict[str, int | str]:
+    """Architecture and head counts of a base model, `value(key)` reading its GGUF keys."""
+    arch = str(value("general.architecture"))
     if arch != "llama":
-        raise EngineError(f"{base_gguf}: LoRA conversion supports llama models, not {arch}")
+        raise EngineError(f"{source}: LoRA conversion supports llama models, not {arch}")
     return {
         "arch": arch,
         "heads": int(value("llama.attention.head_count")),
@@ -61,8 +53,33 @@ def base_metadata(base_gguf: str | Path) -> dict[str, int | str]:
     }
 
 
-def convert(adapter: str | Path, base_gguf: str | Path, target: str | Path) -> Path:
-    """Write `adapter` (a PEFT folder) as a LoRA GGUF for `base_gguf` at `target`."""
+def base_metadata(base_gguf: str | Path) -> dict[str, int | str]:
+    """`metadata` of the base GGUF file, read with gguf's reader."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(base_gguf))
+
+    def value(key: str) -> Any:
+        field = reader.get_field(key)
+        if field is None:
+            raise EngineError(f"{base_gguf}: no {key} in its metadata")
+        return field.contents()
+
+    return metadata(value, base_gguf)
+
+
+def convert(
+    adapter: str | Path,
+    base_gguf: str | Path,
+    target: str | Path,
+    meta: dict[str, int | str] | None = None,
+) -> Path:
+    """Write `adapter` (a PEFT folder) as a LoRA GGUF for `base_gguf` at `target`.
+
+    `meta`: the base's `base_metadata`, when the caller already has it (gguf's reader
+    pages the whole base file in, about 160 MiB at peak for SmolLM2, where an engine
+    that loaded the model can read the same values from llama.cpp).
+    """
     import gguf
     import numpy as np
     from safetensors.numpy import load_file
@@ -71,7 +88,7 @@ def convert(adapter: str | Path, base_gguf: str | Path, target: str | Path) -> P
     config = json.loads((folder / "adapter_config.json").read_text())
     if config.get("use_rslora") or config.get("use_dora"):
         raise EngineError(f"{folder}: rsLoRA/DoRA adapters cannot be converted for llama.cpp")
-    meta = base_metadata(base_gguf)
+    meta = meta or base_metadata(base_gguf)
     tensors = load_file(str(folder / "adapter_model.safetensors"))
     out = gguf.GGUFWriter(str(target), arch=str(meta["arch"]))
     out.add_type(gguf.GGUFType.ADAPTER)
