@@ -14,7 +14,7 @@ def test_both_presets_exist_and_validate() -> None:
     assert {"cpu-demo", "gpu"} <= set(config.preset_names())
     demo = config.load_preset("cpu-demo")
     gpu = config.load_preset("gpu")
-    assert demo.engine.kind == "hf" and demo.engine.model == config.BUNDLED_MODEL
+    assert demo.engine.kind == "llamacpp" and demo.engine.model == config.BUNDLED_MODEL
     assert demo.tasks.sources[0].kind == "curriculum"
     assert gpu.engine.kind == "vllm"
     assert set(demo.tasks.languages) == set(config.LANGUAGES)
