@@ -155,6 +155,27 @@ def prepare(request: TrainRequest, dataset: Dataset) -> tuple[Any, Encoded]:
 
 def run(request: TrainRequest) -> TrainOutcome:
     """Train (or resume, or recognise as done) one adapter; see the module docstring."""
+    try:
+        return _run(request)
+    finally:
+        _leave_process_group()
+
+
+def _leave_process_group() -> None:
+    """Under torchrun, ranks leave together and destroy their process group.
+
+    A rank that exits while rank 0 still writes the adapter, with its gloo group
+    alive, can abort in the group's destructor ("terminate called without an active
+    exception"), which torchrun reports as a failed run (seen once in `make test`).
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def _run(request: TrainRequest) -> TrainOutcome:
     wall_start = time.monotonic()
     output = request.output
     dataset = load_dataset(request.dataset, request.manifest)
