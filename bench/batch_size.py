@@ -1,4 +1,4 @@
-"""Which hf batch size should cpu-demo use? Greedy answers at several batch sizes, one run.
+"""Which batch size should a preset's engine use? Greedy answers at several sizes, one run.
 
 Generation is most of a cpu-demo round, and on a CPU a decoding step of the bundled
 SmolLM2-135M reads every weight once whatever the batch holds, so a wider batch
@@ -9,7 +9,9 @@ tasks (bench/heldout.py) in every language of the preset. Per batch size: wall
 seconds, useful tokens/s, answers identical to the first size's (batch neighbours
 change floating-point sums, so greedy tokens may differ), and pass@1 in the sandbox.
 
-    .venv/bin/python bench/batch_size.py [--sizes 8,16,32] [--tasks 48]
+    .venv/bin/python bench/batch_size.py [--sizes 8,16,32] [--tasks 48] [--engine hf]
+
+The engine is the preset's (cpu-demo: llamacpp) unless `--engine` names another kind.
 """
 
 from __future__ import annotations
@@ -35,8 +37,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="8,16,32")
     parser.add_argument("--tasks", type=int, default=48)
     parser.add_argument("--preset", default="cpu-demo")
+    parser.add_argument("--engine", choices=["hf", "llamacpp"], help="override engine.kind")
     args = parser.parse_args()
     config = load_preset(args.preset)
+    if args.engine:
+        config = config.model_copy(
+            update={"engine": config.engine.model_copy(update={"kind": args.engine})}
+        )
     tasks = heldout.tasks(list(config.tasks.languages))
     # spread over the languages: every k-th task
     step = max(1, len(tasks) // args.tasks)
@@ -94,7 +101,7 @@ def main() -> None:
         *rows,
     ]
     print("\n".join(lines))
-    record("hf batch size on cpu-demo prompts (bench/batch_size.py)", lines)
+    record(f"{config.engine.kind} batch size on {args.preset} prompts (bench/batch_size.py)", lines)
 
 
 if __name__ == "__main__":
