@@ -92,7 +92,7 @@ def main() -> None:
         )
         print(rows[-1], flush=True)
     lines = [
-        f"hf engine, {config.engine.model}, {config.engine.precision}, greedy, max_tokens "
+        f"{config.engine.kind} engine, {config.engine.model}, greedy, max_tokens "
         f"{config.engine.max_tokens}, {len(tasks)} held-out tasks (inference recipe "
         f"{recipe.PROMPT_VERSION}), one warm-up call per size.",
         "",
