@@ -27,7 +27,7 @@ import heldout
 from results import record
 
 from codeloop import recipe
-from codeloop.config import load_preset
+from codeloop.config import load_preset, with_values
 from codeloop.engines import create
 from codeloop.sandbox import CheckRequest, check_many
 
@@ -41,9 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     config = load_preset(args.preset)
     if args.engine:
-        config = config.model_copy(
-            update={"engine": config.engine.model_copy(update={"kind": args.engine})}
-        )
+        config = with_values(config, {"engine": {"kind": args.engine}}, "--engine")
     tasks = heldout.tasks(list(config.tasks.languages))
     # spread over the languages: every k-th task
     step = max(1, len(tasks) // args.tasks)

@@ -38,7 +38,7 @@ import heldout
 from results import record
 
 from codeloop import recipe, store
-from codeloop.config import SessionConfig, load, load_preset
+from codeloop.config import SessionConfig, load, load_preset, with_values
 from codeloop.engines import create
 from codeloop.engines.base import adapter_sha256
 from codeloop.loop.common import PHASES
@@ -139,9 +139,7 @@ def main() -> None:
         raise SystemExit(f"{session}: exists; bench/learning.py starts a fresh session")
     preset = load_preset(args.preset)
     if args.engine:
-        preset = preset.model_copy(
-            update={"engine": preset.engine.model_copy(update={"kind": args.engine})}
-        )
+        preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
     paths = open_session(session, preset)
     config = load(paths.config)
     languages = list(config.tasks.languages)

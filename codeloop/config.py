@@ -505,6 +505,17 @@ def resolve(config: str | os.PathLike[str] | None, preset: str | None) -> Sessio
     return load_preset(preset or "cpu-demo")
 
 
+def with_values(
+    config: SessionConfig, tables: dict[str, dict[str, Any]], origin: str
+) -> SessionConfig:
+    """`config` with some fields of its tables replaced, validated as a file would be
+    (`origin` names where the values came from in error messages)."""
+    data = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for table, values in tables.items():
+        data.setdefault(table, {}).update(values)
+    return validate(data, origin)
+
+
 def dumps(config: SessionConfig) -> str:
     """The config as TOML, every field written out, so a session records what it ran with."""
     data = config.model_dump(mode="json", by_alias=True, exclude_none=True)

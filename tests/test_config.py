@@ -20,6 +20,16 @@ def test_both_presets_exist_and_validate() -> None:
     assert set(demo.tasks.languages) == set(config.LANGUAGES)
 
 
+def test_values_replaced_in_a_config_are_validated_again() -> None:
+    demo = config.load_preset("cpu-demo")
+    hf = config.with_values(demo, {"engine": {"kind": "hf"}}, "--engine")
+    assert hf.engine.kind == "hf" and hf.engine.batch_size == demo.engine.batch_size
+    assert demo.engine.kind == "llamacpp"  # the original is untouched
+    with pytest.raises(ConfigError, match=r"engine\.kind") as error:
+        config.with_values(demo, {"engine": {"kind": "gpt"}}, "--engine")
+    assert "--engine" in str(error.value)
+
+
 @pytest.mark.parametrize("name", config.preset_names())
 def test_dump_and_parse_round_trip(name: str) -> None:
     loaded = config.load_preset(name)

@@ -100,11 +100,8 @@ def train(
         engine__precision=precision,
         tasks__languages=languages.split(",") if languages else None,
     )
-    data = resolved.model_dump(mode="json", by_alias=True, exclude_none=True)
-    for table, values in tables.items():
-        data[table].update(values)
     if tables:
-        resolved = session_config.validate(data, "command-line options")
+        resolved = session_config.with_values(resolved, tables, "command-line options")
 
     if threads is not None:
         import torch
