@@ -6,19 +6,66 @@ requests into contiguous shards, one per actor, and puts the answers back in
 order. Per-request seeds travel with their request, so a sample is the same
 whichever actor draws it, and greedy answers are those of a single engine.
 Adapters travel as bytes (config and weights), written once per node under the
-node's temp folder by sha256, so the nodes need no shared filesystem. An actor
+node's temp folder by sha256, so the nodes need no shared filesystem; the actors
+of one node write them at the same moment, so each writes a private folder and
+renames it into place (`place_adapter`). An actor
 that dies fails the call with an `EngineError`; the phase that asked is resumable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from codeloop.config import EngineConfig
 from codeloop.engines.base import ADAPTER_FILES, Completion, Conversation, adapter_sha256, seeds_for
-from codeloop.errors import EngineError
+from codeloop.errors import EngineError, IntegrityError
+
+
+def _holds(folder: Path, sha256: str) -> bool:
+    """Whether `folder` is a complete adapter with this hash (False for half-written ones)."""
+    try:
+        return adapter_sha256(folder) == sha256
+    except (IntegrityError, OSError, ValueError):  # missing files, a truncated config
+        return False
+
+
+def place_adapter(root: Path, sha256: str, files: dict[str, bytes]) -> Path:
+    """`root/sha256`, holding exactly `files`, whoever else on this node places it too.
+
+    Writing the shared folder file by file let one actor truncate the config while
+    its neighbour read it (an empty adapter_config.json in CI). Here every writer
+    fills its own folder, checks the hash, and renames it into place in one step;
+    a reader only ever sees a folder that some writer completed and checked.
+    """
+    folder = root / sha256
+    if _holds(folder, sha256):
+        return folder
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{sha256[:16]}-", dir=root))
+    try:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        if adapter_sha256(staging) != sha256:
+            raise EngineError(f"adapter bytes for {sha256[:12]} do not hash to it")
+        for _ in range(3):
+            try:
+                staging.rename(folder)  # atomic; refused when the folder exists, not empty
+                return folder
+            except OSError:
+                if _holds(folder, sha256):  # another writer placed it first
+                    return folder
+                # a folder left half-written (by a crash): move it aside, then retry
+                stale = Path(tempfile.mkdtemp(prefix=".stale-", dir=root))
+                with contextlib.suppress(OSError):  # someone else moved or replaced it
+                    folder.rename(stale / "adapter")
+                shutil.rmtree(stale, ignore_errors=True)
+        raise EngineError(f"{folder}: could not place the adapter (it kept changing)")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 class _EngineActor:
@@ -33,12 +80,8 @@ class _EngineActor:
         if sha256 is None or files is None:
             self.engine.load_adapter(None)
             return
-        folder = Path(tempfile.gettempdir()) / "codeloop-ray-adapters" / sha256
-        if not all((folder / name).is_file() for name in ADAPTER_FILES):
-            folder.mkdir(parents=True, exist_ok=True)
-            for name, data in files.items():
-                (folder / name).write_bytes(data)
-        self.engine.load_adapter(folder)
+        root = Path(tempfile.gettempdir()) / "codeloop-ray-adapters"
+        self.engine.load_adapter(place_adapter(root, sha256, files))
 
     def generate(self, conversations: list[Conversation], **options: Any) -> list[list[dict]]:
         answers = self.engine.generate(conversations, **options)
