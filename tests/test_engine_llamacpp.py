@@ -3,8 +3,8 @@
 Batched decoding is checked against decoding one request at a time: an answer must
 not depend on its batch neighbours, their order, prefix sharing or the adapter
 being applied to a batch. The comparisons are exact and can fail: with a unified KV
-cache (or flash attention) llama.cpp's logits move in their last bits with the
-batch, and greedy answers drift apart within a few dozen tokens.
+cache (or float16 cells with flash attention) llama.cpp's logits move in their last
+bits with the batch, and greedy answers drift apart within a few dozen tokens.
 
 The conversion is checked where it matters: an adapter must move llama.cpp's
 next-token logits the way it moves the transformers model's (same prompt tokens,
@@ -209,6 +209,21 @@ def test_a_prompt_asked_again_restores_its_cells_from_the_cache(engine) -> None:
     assert texts(engine.generate(RECIPE[:1], max_tokens=24)) == first
     restored = engine.decoder.stats["shared_tokens"] - shared
     assert restored == len(engine.encode(RECIPE[0])) - 1
+
+
+def test_cells_are_kept_as_q8_0_keys_and_values(engine) -> None:
+    """The saved cells of a prompt weigh what q8_0 keys and values weigh (34 bytes per
+    32 values), about half of float16's: the context is the one the notes describe."""
+    import llama_cpp as C
+
+    engine.decoder.cache.clear()
+    engine.generate(RECIPE[:1], max_tokens=4)
+    [(key, entry)] = engine.decoder.cache.entries.items()
+    model = engine.model.model
+    per_cell = C.llama_model_n_embd(model) // C.llama_model_n_head(model)
+    values = C.llama_model_n_layer(model) * 2 * C.llama_model_n_head_kv(model) * per_cell
+    assert values * 34 / 32 <= len(entry.data) / len(key) < values * 34 / 32 * 1.02
+    assert engine.info()["kv_cache"] == "q8_0"
 
 
 def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, monkeypatch) -> None:

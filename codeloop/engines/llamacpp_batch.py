@@ -19,9 +19,22 @@ Why the context is set up the way it is (measured, see tests/test_engine_llamacp
   depend on its neighbours, the SIMD lanes of the attention sums group its values
   differently, and logits move in the last bits: batched greedy stops matching
   one-by-one greedy now and then.
-* Flash attention is off: on the CPU its kernel picks a path (and a precision for
-  the V sums) by the number of queries in a micro-batch, so a prompt's KV values would
-  depend on how it was split into micro-batches.
+* Keys and values are stored as q8_0, with flash attention (llama.cpp quantizes
+  values only for flash attention). ggml's CPU flash attention has three paths, and
+  for float16 caches it picks one by the shape of the micro-batch: a tiled kernel
+  for 64 or more queries of one sequence, a kernel that splits a lone sequence's
+  cells among the threads (and so sums in an order that depends on the thread
+  count), and a one-query-at-a-time kernel otherwise. A prompt's KV values then
+  depended on how it was split into micro-batches (measured:
+  `test_prefix_sharing_changes_no_output` fails with float16 and flash attention).
+  For quantized caches only the one-query-at-a-time kernel exists: each query's
+  attention is the same computation over its own visible cells whatever shares its
+  micro-batch and however many threads run. Without flash attention (float16,
+  quantized keys rejected as they broke seeded samples with adapters), the KV cache
+  was 90 MiB for 8 x 512 cells; q8_0 halves it (12 KB per token for SmolLM2-135M)
+  and the single kernel is also faster than the matrix path was. The price: answers
+  differ from float16 attention's in some tokens, as quantized weights already make
+  them differ from the float32 hf engine's (bench/engines.py measures pass rates).
 * llama.cpp multiplies a micro-batch of one token with other kernels than two or
   more (gemv instead of its tiled gemm, for the attention of one query per sequence
   as for float32 LoRA weights), and they round differently. So every step decodes
@@ -66,9 +79,11 @@ State = bytearray | mmap.mmap
 CELL_ROUND = 256
 """Each sequence's KV stream grows in steps of this many cells."""
 CACHE_MIB = 32
-"""Default host memory for cached prompt prefixes (SmolLM2-135M: 23 KB per token, so
-about 1,400 tokens: the system turn and worked example of the languages in use, and
-the newest prompts)."""
+"""Default host memory for cached prompt prefixes (SmolLM2-135M: 12 KB per token with
+q8_0 cells, so about 2,700 tokens: the system turn and worked example of the
+languages in use, and the newest prompts)."""
+KV_TYPE = "q8_0"
+"""How the context stores keys and values (with flash attention; see the module notes)."""
 
 
 @dataclass
@@ -232,7 +247,8 @@ class BatchDecoder:
         params.n_seq_max = seqs
         params.n_threads = params.n_threads_batch = self.threads
         params.kv_unified = False
-        params.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        params.type_k = params.type_v = getattr(C, f"GGML_TYPE_{KV_TYPE.upper()}")
         params.no_perf = True
         ctx = C.llama_init_from_model(self.model, params)
         if not ctx:
