@@ -155,6 +155,7 @@ def worker(args: argparse.Namespace) -> None:
             ),
             threads=threads,
         )
+        engine.decoder.kv_type = args.kv
     out = {}
     for label, path in (("base", None), ("adapter", job["adapter"])):
         engine.load_adapter(path)
@@ -203,6 +204,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--kv", default="q8_0", help=argparse.SUPPRESS)  # llamacpp's KV type
     args = parser.parse_args()
     if args.worker:
         worker(args)

@@ -226,6 +226,17 @@ def test_cells_are_kept_as_q8_0_keys_and_values(engine) -> None:
     assert engine.info()["kv_cache"] == "q8_0"
 
 
+def test_an_unknown_kv_cache_type_is_refused_when_the_context_is_built(engine) -> None:
+    from codeloop.engines.llamacpp_batch import BatchDecoder
+    from codeloop.errors import EngineError
+
+    decoder = BatchDecoder(engine.model.model, engine.model.vocab, threads=1)
+    decoder.kv_type = "q4_0"
+    with pytest.raises(EngineError, match="'q4_0': one of q8_0, f16"):
+        decoder._ensure(256, 1)
+    assert decoder.ctx is None
+
+
 def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, monkeypatch) -> None:
     """llama.cpp computes a lone token with other kernels (gemv) than two or more, and
     splits a batch whose sequence ids have gaps: both would make an answer depend on

@@ -24,7 +24,7 @@ from typing import Any
 
 from codeloop.config import EngineConfig
 from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
-from codeloop.engines.llamacpp_batch import KV_TYPE, BatchDecoder
+from codeloop.engines.llamacpp_batch import BatchDecoder
 from codeloop.engines.lora_gguf import convert, metadata
 from codeloop.errors import EngineError
 from codeloop.models import resolve
@@ -137,7 +137,7 @@ class LlamaCppEngine:
             "model": self.ref.name,
             "revision": self.ref.revision,
             "precision": "gguf",
-            "kv_cache": KV_TYPE,
+            "kv_cache": self.decoder.kv_type,
             "adapter_sha256": self.adapter_hash,
         }
 

@@ -83,7 +83,10 @@ CACHE_MIB = 32
 q8_0 cells, so about 2,700 tokens: the system turn and worked example of the
 languages in use, and the newest prompts)."""
 KV_TYPE = "q8_0"
-"""How the context stores keys and values (with flash attention; see the module notes)."""
+"""How the context stores keys and values (with flash attention; see the module notes).
+"f16" is the previous setting (float16 cells, flash attention off), kept for
+bench/kv_cache.py, which compares the two."""
+KV_TYPES = ("q8_0", "f16")
 
 
 @dataclass
@@ -221,6 +224,7 @@ class BatchDecoder:
         self._batch: Any = None
         self._adapter: Any = None
         self.cache = PrefixCache(cache_mib << 20)
+        self.kv_type = KV_TYPE  # read when the context is (re)built
         self.stats = {"prompt_tokens": 0, "shared_tokens": 0, "decode_calls": 0, "moves": 0}
 
     # -- context -----------------------------------------------------------------------
@@ -247,8 +251,13 @@ class BatchDecoder:
         params.n_seq_max = seqs
         params.n_threads = params.n_threads_batch = self.threads
         params.kv_unified = False
-        params.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        params.type_k = params.type_v = getattr(C, f"GGML_TYPE_{KV_TYPE.upper()}")
+        if self.kv_type not in KV_TYPES:
+            raise EngineError(f"KV cache type {self.kv_type!r}: one of {', '.join(KV_TYPES)}")
+        quantized = self.kv_type != "f16"
+        params.flash_attn_type = (
+            C.LLAMA_FLASH_ATTN_TYPE_ENABLED if quantized else C.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        )
+        params.type_k = params.type_v = getattr(C, f"GGML_TYPE_{self.kv_type.upper()}")
         params.no_perf = True
         ctx = C.llama_init_from_model(self.model, params)
         if not ctx:
