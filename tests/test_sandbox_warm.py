@@ -11,6 +11,7 @@ something.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import signal
@@ -505,5 +506,32 @@ def test_two_step_verdicts_agree_with_the_direct_clone(
                 direct.status,
                 direct.cases_passed,
             ), name
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize("clone", ["on", "off"])
+def test_a_solution_killed_by_its_cpu_limit_is_a_timeout_whoever_noticed_first(
+    clone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our wall clock and RLIMIT_CPU end a looping solution at about the same moment. On a
+    busy machine the worker wakes late, after the kernel killed the solution's process
+    for its CPU time: the driver then saw its solution end, exited 1, and the check was
+    a wrong answer (once in make test). Now the driver exits 128 + the signal, and the
+    check's CPU time (the solution's, reaped by the driver) shows the limit was reached.
+    Here the clock waits 2 s more, so the CPU limit always comes first."""
+    monkeypatch.setenv("CODELOOP_WARM_CLONE", clone)
+    limits_of = Sandbox._limits
+
+    def late_clock(self, language, limits):
+        run = limits_of(self, language, limits)
+        return dataclasses.replace(run, wall_s=run.wall_s + 2.0)
+
+    monkeypatch.setattr(Sandbox, "_limits", late_clock)
+    box = Sandbox("bwrap", worker=18)
+    try:
+        result = check(box, *STATUS_PROGRAMS["timeout"], "f")
+        assert result.status == "timeout", result.feedback
+        assert result.run_ms < (LIMITS.time_s + 2.0) * 1000  # the CPU limit ended it
     finally:
         box.close()

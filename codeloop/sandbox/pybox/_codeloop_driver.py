@@ -182,7 +182,10 @@ def main(forked=False):
         status = solution.wait()
         sys.stderr.write(f"{error} (exit status {status})\n")
         sys.stderr.flush()
-        return 1
+        # Killed by a signal (SIGXCPU, SIGKILL: its CPU limit), the solution's death is
+        # passed on as the shell would (128 + N), so the worker can tell a solution that
+        # ran out of CPU time (a timeout) from one that failed the test.
+        return 128 - status if status is not None and status < 0 else 1
     except BaseException:
         if solution is not None:
             solution.kill()
