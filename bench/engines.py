@@ -114,6 +114,31 @@ def train_adapter(folder: Path, threads: int) -> Path:
     return folder / "adapter"
 
 
+def write_job(scratch: Path, tasks: list, warmup: list, args: argparse.Namespace):
+    """(job file, adapter folder) for the workers: the prompts, the settings, and
+    `args.adapter` or one trained here in `scratch`."""
+    from codeloop import recipe
+
+    adapter = args.adapter
+    if adapter is None:
+        started = time.monotonic()
+        adapter = str(train_adapter(scratch, args.threads))
+        print(f"adapter trained in {time.monotonic() - started:.0f} s", flush=True)
+    job = scratch / "job.json"
+    job.write_text(
+        json.dumps(
+            {
+                "conversations": [recipe.messages(task) for task in tasks],
+                "warmup": [recipe.messages(task) for task in warmup],
+                "max_tokens": args.max_tokens,
+                "threads": args.threads,
+                "adapter": adapter,
+            }
+        )
+    )
+    return job, adapter
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident memory (VmHWM).
 
@@ -209,29 +234,11 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    from codeloop import recipe
-
     every = bench_tasks(2 * args.prompts)
     tasks, warmup = every[: args.prompts], every[args.prompts :]
+    trained = args.adapter is None
     with tempfile.TemporaryDirectory() as scratch:
-        adapter = args.adapter
-        trained = adapter is None
-        if trained:
-            started = time.monotonic()
-            adapter = str(train_adapter(Path(scratch), args.threads))
-            print(f"adapter trained in {time.monotonic() - started:.0f} s", flush=True)
-        job = Path(scratch) / "job.json"
-        job.write_text(
-            json.dumps(
-                {
-                    "conversations": [recipe.messages(task) for task in tasks],
-                    "warmup": [recipe.messages(task) for task in warmup],
-                    "max_tokens": args.max_tokens,
-                    "threads": args.threads,
-                    "adapter": adapter,
-                }
-            )
-        )
+        job, adapter = write_job(Path(scratch), tasks, warmup, args)
         measured = {}
         for engine, batch in ROWS:
             out = Path(scratch) / f"{engine}-{batch}.json"

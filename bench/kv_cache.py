@@ -19,10 +19,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from engines import bench_tasks, passes, train_adapter  # bench/engines.py
+from engines import bench_tasks, passes, write_job  # bench/engines.py
 from results import record  # bench/results.py (scripts run from bench/)
 
 TYPES = ("f16", "q8_0")
@@ -36,28 +35,10 @@ def main() -> None:
     parser.add_argument("--adapter", help="a PEFT adapter folder (default: train one here)")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     args = parser.parse_args()
-    from codeloop import recipe
-
     every = bench_tasks(args.prompts + 16)
     tasks, warmup = every[: args.prompts], every[args.prompts :] or every[:8]
     with tempfile.TemporaryDirectory() as scratch:
-        adapter = args.adapter
-        if adapter is None:
-            started = time.monotonic()
-            adapter = str(train_adapter(Path(scratch), args.threads))
-            print(f"adapter trained in {time.monotonic() - started:.0f} s", flush=True)
-        job = Path(scratch) / "job.json"
-        job.write_text(
-            json.dumps(
-                {
-                    "conversations": [recipe.messages(task) for task in tasks],
-                    "warmup": [recipe.messages(task) for task in warmup],
-                    "max_tokens": args.max_tokens,
-                    "threads": args.threads,
-                    "adapter": adapter,
-                }
-            )
-        )
+        job, adapter = write_job(Path(scratch), tasks, warmup, args)
         measured = {}
         for kv in TYPES:
             out = Path(scratch) / f"{kv}.json"

@@ -34,7 +34,7 @@ Why the context is set up the way it is (measured, see tests/test_engine_llamacp
   was 90 MiB for 8 x 512 cells; q8_0 halves it (12 KB per token for SmolLM2-135M)
   and the single kernel is also faster than the matrix path was. The price: answers
   differ from float16 attention's in some tokens, as quantized weights already make
-  them differ from the float32 hf engine's (bench/engines.py measures pass rates).
+  them differ from the float32 hf engine's (bench/kv_cache.py measures pass rates).
 * llama.cpp multiplies a micro-batch of one token with other kernels than two or
   more (gemv instead of its tiled gemm, for the attention of one query per sequence
   as for float32 LoRA weights), and they round differently. So every step decodes
