@@ -212,6 +212,14 @@ def worker(args: argparse.Namespace) -> None:
     Path(args.out).write_text(json.dumps(out))
 
 
+def llama_build() -> str:
+    """The CPU features llama.cpp was built with (scripts/setup.sh builds for the CPU)."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode().removeprefix("CPU :")
+    return ", ".join(part.split("=")[0].strip() for part in info.split("|") if "= 1" in part)
+
+
 def passes(tasks, texts: list[str]) -> int:
     from prompts import check  # bench/prompts.py
 
@@ -295,6 +303,8 @@ def main() -> None:
         f"{len(warmup)} other tasks of the same languages (max 8 tokens); llamacpp keeps "
         "the prompt prefixes they share (its prefix cache); its cold columns time the "
         "same call again with that cache emptied (same answers, checked).",
+        "",
+        f"llama.cpp build: {llama_build()}.",
     ]
     record(
         f"engines, bundled SmolLM2-135M on CPU ({args.threads} threads, bench/engines.py)",

@@ -37,11 +37,12 @@ Why the context is set up the way it is (measured, see tests/test_engine_llamacp
   them differ from the float32 hf engine's (bench/kv_cache.py measures pass rates).
 * llama.cpp multiplies a micro-batch of one token with other kernels than two or
   more (gemv instead of its tiled gemm, for the attention of one query per sequence
-  as for float32 LoRA weights), and they round differently. So every step decodes
-  exactly one token per sequence (the first step decodes the prompt's last token)
-  and at least two tokens in all (a pad token in a free stream when one sequence is
-  left), and a prompt's other tokens are decoded one sequence per call, never a
-  token alone.
+  as for float32 LoRA weights; AVX-512 VNNI instead of AMX tiles for the quantized
+  weights on CPUs with AMX), which need not round alike (gemv and gemm do not).
+  So every step decodes exactly one token per sequence (the first step decodes the
+  prompt's last token) and at least two tokens in all (a pad token in a free stream
+  when one sequence is left), and a prompt's other tokens are decoded one sequence
+  per call, never a token alone.
 * Prompts that begin with the same tokens (one language's system turn and worked
   example; the n samples of one conversation; the same task asked again in a later
   call) decode that prefix once. After a prompt is decoded, its stream's cells are
@@ -507,7 +508,7 @@ class BatchDecoder:
         ]
         if len(entries) == 1:
             # llama.cpp multiplies a lone token's activations with other kernels
-            # (gemv, not its tiled gemm) that round the adapter's float32 products
+            # (gemv, not its tiled gemm; VNNI, not AMX tiles) that round its products
             # differently: a pad token in the free stream 1 keeps every step at two
             # tokens, and the ids consecutive (a step whose ids have a gap is split
             # into one batch per run).
