@@ -415,3 +415,20 @@ def test_the_loaded_model_file_is_not_counted_twice() -> None:
         assert answer.tokens > 0
     finally:
         engine.close()
+
+
+def test_llama_cpp_prints_its_errors_and_nothing_else(engine, capfd) -> None:
+    """ggml's levels: 3 a warning, 4 an error, 5 the line before it continued."""
+    from codeloop.engines import llamacpp
+
+    assert llamacpp._log_callback is not None  # installed by the engine
+    for level, text in [
+        (2, b"info\n"),
+        (3, b"lora for 'blk.0.attn_q.weight' cannot use buft 'AMX'"),
+        (5, b", fallback to CPU\n"),
+        (4, b"an error"),
+        (5, b" that goes on\n"),
+        (3, b"a warning\n"),
+    ]:
+        llamacpp._log_callback(level, text, None)  # through the C callback llama.cpp calls
+    assert capfd.readouterr().err == "an error that goes on\n"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,34 @@ from codeloop.models import resolve
 from codeloop.recipe import ends_code_block
 
 MADV_DONTNEED = 4  # <sys/mman.h>, Linux
+LOG_ERROR, LOG_CONTINUED = 4, 5  # ggml_log_level
+_log_state = {"printing": False}
+
+
+def _log_errors(level: int, text: bytes | None, _user_data: Any) -> None:
+    """llama.cpp's log callback: errors (and their continuation lines) to stderr."""
+    printing = level == LOG_ERROR or (level == LOG_CONTINUED and _log_state["printing"])
+    _log_state["printing"] = printing
+    if printing and text:
+        print(text.decode("utf-8", "replace"), end="", file=sys.stderr, flush=True)
+
+
+_log_callback: Any = None
+
+
+def log_errors_only() -> None:
+    """Let llama.cpp log its errors only.
+
+    llama-cpp-python's own switch (`set_verbose(False)`) maps ggml's log levels one
+    off (WARN as ERROR), so its warnings still printed: 210 lines on every adapter
+    load on a CPU with AMX ("lora for ... cannot use buft 'AMX', fallback to CPU").
+    """
+    global _log_callback
+    import llama_cpp
+
+    if _log_callback is None:
+        _log_callback = llama_cpp.llama_log_callback(_log_errors)  # kept: C holds it
+    llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
 
 
 def chat_formatter(model: Any) -> Any:
@@ -94,7 +123,6 @@ class LlamaCppEngine:
         CPU of this process's affinity mask."""
         import llama_cpp
         from llama_cpp import _internals
-        from llama_cpp._logger import set_verbose
 
         self.config = config
         self.ref = resolve(config.model, config.revision)
@@ -102,7 +130,7 @@ class LlamaCppEngine:
             raise EngineError(
                 f"engine.model: the llamacpp engine needs a GGUF file, got {config.model}"
             )
-        set_verbose(False)  # as Llama(verbose=False): llama.cpp logs errors only
+        log_errors_only()
         try:
             self.model = _internals.LlamaModel(
                 path_model=self.ref.path,
