@@ -4,12 +4,35 @@ import os
 
 __version__ = "0.1.0"
 
-# A resumed round must train to the same weights as an uninterrupted one (the chaos
-# test compares the adapters' sha256). Intel MKL, which torch's CPU matmuls use, may
-# pick code paths by the memory alignment of its inputs and adjust its thread count
-# at run time, so two processes with other allocation histories (a fresh one and one
-# that resumed from a checkpoint) can round differently. Its conditional numerical
-# reproducibility mode and fixed thread counts make results bitwise repeatable on one
-# machine. Set before torch loads MKL; a user's own settings win.
-for _name, _value in (("MKL_CBWR", "AUTO"), ("MKL_DYNAMIC", "FALSE"), ("OMP_DYNAMIC", "FALSE")):
+
+def _mkl_branch() -> str:
+    """MKL's strict reproducibility mode for this CPU (`MKL_CBWR`), or plain AUTO.
+
+    A resumed round must train to the same weights as an uninterrupted one (the chaos
+    test compares the adapters' sha256). In MKL's ordinary reproducibility mode
+    (AUTO) a matrix product may round by the memory alignment of its inputs, so a
+    process that resumed from a checkpoint could round differently: resuming the
+    chaos fixture's training from its first checkpoint gave an adapter a few ulps off
+    the uninterrupted one, every time, and from later checkpoints the same one. The
+    strict mode makes ?gemm independent of alignment and thread count, but only on an
+    explicit AVX2 or AVX-512 branch, so we name the one this CPU has.
+    """
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next((line for line in cpuinfo if line.startswith("flags")), "").split()
+    except OSError:
+        return "AUTO"
+    if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+        return "AVX512,STRICT"
+    if "avx2" in flags:
+        return "AVX2,STRICT"
+    return "AUTO"
+
+
+# Set before torch loads MKL, with fixed thread counts; a user's own settings win.
+for _name, _value in (
+    ("MKL_CBWR", _mkl_branch()),
+    ("MKL_DYNAMIC", "FALSE"),
+    ("OMP_DYNAMIC", "FALSE"),
+):
     os.environ.setdefault(_name, _value)
