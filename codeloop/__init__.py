@@ -19,20 +19,24 @@ def _mkl_branch() -> str:
     """
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            flags = next((line for line in cpuinfo if line.startswith("flags")), "").split()
+            first_cpu = cpuinfo.read().split("\n\n", 1)[0]
     except OSError:
         return "AUTO"
-    if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= set(flags):
+    pairs = (line.split(":", 1) for line in first_cpu.splitlines() if ":" in line)
+    fields = {key.strip(): value.split() for key, value in pairs}
+    flags = set(fields.get("flags", []))
+    if fields.get("vendor_id") != ["GenuineIntel"]:
+        return "AUTO"  # MKL's named branches are Intel's; elsewhere as before
+    if {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"} <= flags:
         return "AVX512,STRICT"
     if "avx2" in flags:
         return "AVX2,STRICT"
     return "AUTO"
 
 
-# Set before torch loads MKL, with fixed thread counts; a user's own settings win.
-for _name, _value in (
-    ("MKL_CBWR", _mkl_branch()),
-    ("MKL_DYNAMIC", "FALSE"),
-    ("OMP_DYNAMIC", "FALSE"),
-):
+# Set before torch loads MKL, with fixed thread counts; a user's own settings win
+# (and spare reading /proc/cpuinfo at every import).
+if "MKL_CBWR" not in os.environ:
+    os.environ["MKL_CBWR"] = _mkl_branch()
+for _name, _value in (("MKL_DYNAMIC", "FALSE"), ("OMP_DYNAMIC", "FALSE")):
     os.environ.setdefault(_name, _value)

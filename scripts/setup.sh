@@ -98,6 +98,7 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
         if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
             echo "setup: building llama-cpp-python $LLAMA_CPP_VERSION for this CPU (a few minutes)"
             build=$(mktemp -d)
+            trap 'rm -rf "$build"' EXIT  # a failed download or build leaves nothing behind
             "$venv/bin/python" -m pip download -q --no-deps --no-binary :all: -d "$build" \
                 "llama-cpp-python==$LLAMA_CPP_VERSION"
             tar -xzf "$build/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz" -C "$build"
@@ -106,7 +107,6 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
                 --no-deps --no-cache-dir -w "$build/wheel" "$build/llama_cpp_python-$LLAMA_CPP_VERSION"
             mkdir -p "$wheels"
             mv "$build"/wheel/llama_cpp_python-*.whl "$wheels/"
-            rm -rf "$build"
         fi
         wheel=$(ls "$wheels"/llama_cpp_python-*.whl | head -n 1)
         "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"

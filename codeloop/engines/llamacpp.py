@@ -88,7 +88,8 @@ def release_file_pages(path: str | Path) -> int:
 
     llama.cpp maps the whole GGUF, then copies the weights its AMX or repacked kernels
     use into buffers of their own and leaves the mapping in place: the pages it read
-    stayed counted in our RSS (92 MiB of the bundled model's, twice its weights). After
+    stayed counted in our RSS, so the bundled model's weights counted twice (its 92
+    MiB mapping besides llama.cpp's copies). After
     `MADV_DONTNEED` the page cache keeps the file, and what is still read through the
     mapping (the token embedding rows of the prompts' tokens, the norms; all the
     weights on a CPU without those kernels) faults back in on first use.
