@@ -26,6 +26,7 @@ from typing import Any
 from codeloop.config import EngineConfig
 from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
 from codeloop.engines.llamacpp_batch import BatchDecoder
+from codeloop.engines.llamacpp_placement import model_params
 from codeloop.engines.lora_gguf import convert, metadata
 from codeloop.errors import EngineError
 from codeloop.models import resolve
@@ -122,7 +123,6 @@ class LlamaCppEngine:
     ):
         """`n_ctx` bounds one request (prompt and answer); `threads` defaults to every
         CPU of this process's affinity mask."""
-        import llama_cpp
         from llama_cpp import _internals
 
         self.config = config
@@ -132,11 +132,10 @@ class LlamaCppEngine:
                 f"engine.model: the llamacpp engine needs a GGUF file, got {config.model}"
             )
         log_errors_only()
+        params, self._placement = model_params(self.ref.path)  # kept: llama.cpp reads it
         try:
             self.model = _internals.LlamaModel(
-                path_model=self.ref.path,
-                params=llama_cpp.llama_model_default_params(),
-                verbose=False,
+                path_model=self.ref.path, params=params, verbose=False
             )
         except ValueError as error:
             raise EngineError(f"llama.cpp could not load {self.ref.path}: {error}") from error

@@ -79,10 +79,12 @@ State = bytearray | mmap.mmap
 """A sequence's saved cells (any writable buffer; the decoder makes mmaps)."""
 CELL_ROUND = 256
 """Each sequence's KV stream grows in steps of this many cells."""
-CACHE_MIB = 32
+CACHE_MIB = 12
 """Default host memory for cached prompt prefixes (SmolLM2-135M: 12 KB per token with
-q8_0 cells, so about 2,700 tokens: the system turn and worked example of the
-languages in use, and the newest prompts)."""
+q8_0 cells, so about 1,000 tokens: the system turn and worked example, about 2 MiB, of
+the languages asked most recently, and the newest prompts). 32 MiB held all eight
+languages' (about 10% faster on bench/engines.py's prompts, by hand) for 19 MiB more peak
+RSS: the memory goal of a quarter of the hf engine's decided (issue 14)."""
 KV_TYPE = "q8_0"
 """How the context stores keys and values (with flash attention; see the module notes).
 "f16" is the previous setting (float16 cells, flash attention off), kept for
