@@ -1,7 +1,8 @@
 """Useful tokens/s and peak memory of the CPU engines on the bundled SmolLM2, in one run.
 
 Rows: hf (transformers, float32) and llamacpp (batched llama.cpp decoding) at batch
-8 and 16, each with and without a LoRA adapter. Every row answers the same prompts:
+8 and 16, and llamacpp-packed (llamacpp with llama.cpp's own weight placement) at
+batch 8, each with and without a LoRA adapter. Every row answers the same prompts:
 codeloop's own recipe (contract system turn, worked example, task) for tier-1 dev
 tasks of the built-in curriculum, languages taken in turn, greedy, `max_tokens` as the
 cpu-demo preset. Useful tokens are generated tokens up to each answer's end (padding
@@ -35,7 +36,10 @@ from pathlib import Path
 
 from results import record  # bench/results.py (scripts run from bench/)
 
-ROWS = [("hf", 8), ("llamacpp", 8), ("hf", 16), ("llamacpp", 16)]
+ROWS = [("hf", 8), ("llamacpp", 8), ("llamacpp-packed", 8), ("hf", 16), ("llamacpp", 16)]
+"""(engine, batch). llamacpp-packed: llamacpp with llama.cpp's own weight placement,
+which on a CPU with AMX packs the tied embedding a second time (the engine keeps it
+once, `codeloop.engines.llamacpp_placement`); the row prices that memory in speed."""
 
 
 def bench_tasks(count: int) -> list:
@@ -179,6 +183,7 @@ def worker(args: argparse.Namespace) -> None:
                 kind="llamacpp", model=BUNDLED_MODEL, batch_size=args.batch, max_tokens=max_tokens
             ),
             threads=threads,
+            place_weights=args.worker == "llamacpp",
         )
         engine.decoder.kv_type = args.kv
     out = {}
@@ -199,7 +204,7 @@ def worker(args: argparse.Namespace) -> None:
             "texts": [row[0].text for row in results],
             "load": os.getloadavg()[0],
         }
-        if args.worker == "llamacpp":
+        if args.worker != "hf":
             # The same call with nothing cached: what a first batch pays.
             engine.decoder.cache.clear()
             started = time.monotonic()
@@ -233,7 +238,9 @@ def main() -> None:
     parser.add_argument("--adapter", help="a PEFT adapter folder (default: train one here)")
     parser.add_argument("--check", action="store_true", help="run answers in the sandbox")
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    parser.add_argument("--worker", choices=["hf", "llamacpp"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=["hf", "llamacpp", "llamacpp-packed"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -302,7 +309,10 @@ def main() -> None:
         "(one engine, both adapter states). Every timed call follows a warm-up call on "
         f"{len(warmup)} other tasks of the same languages (max 8 tokens); llamacpp keeps "
         "the prompt prefixes they share (its prefix cache); its cold columns time the "
-        "same call again with that cache emptied (same answers, checked).",
+        "same call again with that cache emptied (same answers, checked). "
+        "llamacpp-packed: llama.cpp's own weight placement, which on a CPU with AMX packs "
+        "the tied embedding a second time for the output projection (llamacpp keeps it "
+        "once and reads it from the mapped file).",
         "",
         f"llama.cpp build: {llama_build()}.",
     ]

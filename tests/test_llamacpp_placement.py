@@ -82,20 +82,20 @@ LOAD = """
 import json, sys
 import gguf  # imported by the placement: not what is measured
 from pathlib import Path
-from codeloop.engines import llamacpp, llamacpp_placement
+from codeloop.engines import llamacpp
 
 def anon():
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("RssAnon:"):
             return int(line.split()[1]) << 10
 
-if sys.argv[1] == "default":  # llama.cpp's own placement
-    import llama_cpp
-    llamacpp.model_params = lambda path: (llama_cpp.llama_model_default_params(), None)
 from codeloop.config import BUNDLED_MODEL, EngineConfig
 before = anon()
 engine = llamacpp.LlamaCppEngine(
-    EngineConfig(kind="llamacpp", model=BUNDLED_MODEL, batch_size=2), n_ctx=256, threads=1
+    EngineConfig(kind="llamacpp", model=BUNDLED_MODEL, batch_size=2),
+    n_ctx=256,
+    threads=1,
+    place_weights=sys.argv[1] == "placed",
 )
 grown = anon() - before
 [[answer]] = engine.generate([[{"role": "user", "content": "Say hi."}]], max_tokens=12)

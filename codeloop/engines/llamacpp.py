@@ -120,9 +120,11 @@ class LlamaCppEngine:
         n_ctx: int = 4096,
         threads: int | None = None,
         share_prefix: bool = True,
+        place_weights: bool = True,
     ):
         """`n_ctx` bounds one request (prompt and answer); `threads` defaults to every
-        CPU of this process's affinity mask."""
+        CPU of this process's affinity mask; `place_weights` False leaves llama.cpp's
+        own weight placement (`llamacpp_placement`; bench/engines.py compares them)."""
         from llama_cpp import _internals
 
         self.config = config
@@ -132,7 +134,9 @@ class LlamaCppEngine:
                 f"engine.model: the llamacpp engine needs a GGUF file, got {config.model}"
             )
         log_errors_only()
-        params, self._placement = model_params(self.ref.path)  # kept: llama.cpp reads it
+        params, self._placement = model_params(
+            self.ref.path, place=place_weights
+        )  # kept: llama.cpp reads it
         try:
             self.model = _internals.LlamaModel(
                 path_model=self.ref.path, params=params, verbose=False

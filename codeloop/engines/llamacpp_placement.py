@@ -169,14 +169,14 @@ class _Override(ctypes.Structure):
     _fields_ = [("pattern", ctypes.c_char_p), ("buft", ctypes.c_void_p)]
 
 
-def model_params(path: str | Path) -> tuple[Any, Any]:
+def model_params(path: str | Path, *, place: bool = True) -> tuple[Any, Any]:
     """(llama_model_params, what must outlive the load) for GGUF `path`: llama.cpp's
-    defaults, or, on a CPU with AMX and a model with a tied embedding, the layers'
-    matrices on AMX and every other weight read from the mapped file."""
+    defaults, or, on a CPU with AMX and a model with a tied embedding (and `place`),
+    the layers' matrices on AMX and every other weight read from the mapped file."""
     import llama_cpp
 
     params = llama_cpp.llama_model_default_params()
-    amx = _cpu_extra_buffer_types().get("AMX")
+    amx = _cpu_extra_buffer_types().get("AMX") if place else None
     roles = amx_roles(path) if amx else []
     if not roles:
         return params, None
