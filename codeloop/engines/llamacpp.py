@@ -134,9 +134,8 @@ class LlamaCppEngine:
                 f"engine.model: the llamacpp engine needs a GGUF file, got {config.model}"
             )
         log_errors_only()
-        params, self._placement = model_params(
-            self.ref.path, place=place_weights
-        )  # kept: llama.cpp reads it
+        # `_placement` is kept: llama.cpp reads the overrides it holds while loading.
+        params, self._placement = model_params(self.ref.path, place=place_weights)
         try:
             self.model = _internals.LlamaModel(
                 path_model=self.ref.path, params=params, verbose=False

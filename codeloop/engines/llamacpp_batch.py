@@ -83,8 +83,9 @@ CACHE_MIB = 12
 """Default host memory for cached prompt prefixes (SmolLM2-135M: 12 KB per token with
 q8_0 cells, so about 1,000 tokens: the system turn and worked example, about 2 MiB, of
 the languages asked most recently, and the newest prompts). 32 MiB held all eight
-languages' (about 10% faster on bench/engines.py's prompts, by hand) for 19 MiB more peak
-RSS: the memory goal of a quarter of the hf engine's decided (issue 14)."""
+languages' (about 10% faster on bench/engines.py's prompts, in a comparison by hand) for
+about 20 MiB more peak RSS: the goal of a quarter of the hf engine's memory decided
+(issue 14)."""
 KV_TYPE = "q8_0"
 """How the context stores keys and values (with flash attention; see the module notes).
 "f16" is the previous setting (float16 cells, flash attention off), kept for
