@@ -17,11 +17,21 @@ columns to the reward as keyword lists; verl passes `ground_truth`):
 Scoring (`scoring`): "pass" gives 1.0 for a program that passes every hidden test,
 else 0.0; "fraction" gives the share of stdio cases passed (function tests are
 all or nothing). A completion without a usable code block gets `format_score`
-(0.0 by default; a negative value teaches the format). An `environment_error`
-(the machine could not check a program, confirmed by the language's known-good
-probe) is never scored as wrong: by default it raises `SandboxEnvironmentError`;
-with `on_environment_error="none"` the completion's reward is None, which TRL's
-GRPOTrainer treats as "not applicable" (NaN, left out of the mean).
+(0.0 by default; a negative value teaches the format).
+
+Infrastructure failures never score 0. A check that met an `environment_error` (a
+sandbox worker that died, a killed warm sandbox, a failed Ray chunk) is run again
+on freshly started workers before any verdict (`evaluate.tasks.check_requests`):
+a right program whose first check was lost this way gets its 1.0. Only a program
+that imitates a sandbox error again on the re-run while the language's known-good
+probe passes fails (a runtime error, 0.0). What stays an `environment_error` gets
+no number at all, whichever it is: the machine cannot check programs (the re-run
+and the known-good probe fail too), or the row's own test cannot give a verdict
+(`Check.task_error`: a test that never calls the solution, or cannot be built
+here). By default that raises `SandboxEnvironmentError`; with
+`on_environment_error="none"` the completion's reward is None, which TRL's
+GRPOTrainer treats as "not applicable" (NaN, left out of the mean). verl's
+`compute_score` raises.
 """
 
 from __future__ import annotations
@@ -139,12 +149,18 @@ class CodeReward:
     def _value(self, request: CheckRequest | None, check: Check) -> float | None:
         if request is None:
             return self.format_score
-        if check.status == "environment_error":
+        if check.status == "environment_error":  # no verdict: never a number
             if self.on_environment_error == "none":
                 return None
+            if check.task_error:
+                raise SandboxEnvironmentError(
+                    f"reward: a {request.language} row's test cannot give a verdict (the "
+                    f"task's fault, not the program's): {check.feedback.strip()[:400]}"
+                )
             raise SandboxEnvironmentError(
-                f"reward: the sandbox could not check a {request.language} program, and a "
-                f"known-good {request.language} program fails too: {check.feedback.strip()[:400]}"
+                f"reward: the sandbox could not check a {request.language} program (also on "
+                f"fresh workers), and a known-good {request.language} program fails too: "
+                f"{check.feedback.strip()[:400]}"
             )
         if check.passed:
             return 1.0

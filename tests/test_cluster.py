@@ -1,19 +1,29 @@
 """Sandbox checks and generation fanned out over a Ray cluster the test starts on loopback.
 
 The cluster is a real `ray start --head` with 2 CPUs (so 2 worker processes run
-chunks at once); every chunk is checked by the node's own bwrap sandbox, and the
-engine actors hold a tiny random Llama built here.
+chunks at once), bound to 127.0.0.1 and started with Ray's token authentication
+(RAY_AUTH_MODE=token, a fresh RAY_AUTH_TOKEN; Ray 2.52 and later); every chunk is
+checked by the node's own bwrap sandbox, and the engine actors hold a tiny random
+Llama built here. Only the processes this test started are stopped at the end
+(never `ray stop`, which stops every Ray cluster on the machine).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import json
 import os
+import re
+import secrets
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,6 +34,14 @@ pytestmark = pytest.mark.timeout(600)
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ADD = [{"input": "2 3\n", "output": "5\n"}]
+LOOPBACK = {
+    "RAY_AUTH_MODE": "token",
+    # Ray on Linux swaps a loopback node address for the machine's network address
+    # (and its servers then listen on every interface) unless this is 0; every process
+    # of a loopback cluster, the driver too, needs it.
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
 
 
 def _free_port() -> int:
@@ -32,28 +50,88 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    import ray
+def _parents() -> dict[int, int]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = int(
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
 
+
+def _cluster_processes(group: int) -> set[int]:
+    """The processes of the cluster `ray start` started in its own process group, and theirs."""
+    parents = _parents()
+    found = {pid for pid in parents if _group_of(pid) == group}
+    while True:  # Ray workers set up process groups of their own: follow the parents
+        more = {pid for pid, parent in parents.items() if parent in found} - found
+        if not more:
+            return found
+        found |= more
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _stop(group: int) -> None:
+    processes = _cluster_processes(group)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in processes):
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    """(address, process group of the cluster's processes, the Ray settings it runs with)."""
     temp = tmp_path_factory.mktemp("ray")
     port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run(
-        [
-            RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
-            "--num-cpus", "2", "--object-store-memory", str(100 * 1024 * 1024),
-            "--include-dashboard", "false", "--temp-dir", str(temp), "--disable-usage-stats",
-        ],
-        check=True, capture_output=True, text=True, env=env, timeout=180,
-    )  # fmt: skip
-    address = f"127.0.0.1:{port}"
-    try:
-        yield address
-    finally:
-        pool.use_cluster(None)
-        ray.shutdown()
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120, env=env)
+    secret = {**LOOPBACK, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env = {**os.environ, **secret}
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in secret.items():  # this process is the driver: same token
+            patch.setenv(name, value)
+        patch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+        import ray
+        import ray._private.ray_constants as constants
+
+        # read when Ray was imported: in case some other test imported it first
+        patch.setattr(constants, "ENABLE_RAY_CLUSTER", False, raising=False)
+        start = subprocess.Popen(
+            [
+                RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                "--ray-client-server-port", str(_free_port()),
+                "--num-cpus", "2", "--object-store-memory", str(100 * 1024 * 1024),
+                "--include-dashboard", "false", "--temp-dir", str(temp), "--disable-usage-stats",
+            ],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            output, _ = start.communicate(timeout=180)
+            assert start.returncode == 0, output
+            yield f"127.0.0.1:{port}", start.pid, secret
+        finally:
+            pool.use_cluster(None)
+            ray.shutdown()
+            _stop(start.pid)
+
+
+@pytest.fixture(scope="module")
+def cluster(head) -> str:
+    return head[0]
 
 
 def requests() -> list[CheckRequest]:
@@ -67,6 +145,22 @@ def requests() -> list[CheckRequest]:
     ]  # fmt: skip
 
 
+def _ray_nodes() -> set[str]:
+    import ray
+
+    return {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+
+
+def _ran_on_ray(backend: str) -> bool:
+    """Whether a check's `backend` says a node of this cluster gave it (not the local pool)."""
+    where = re.fullmatch(r"ray:bwrap@(?P<host>[^/]+)/(?P<node>[0-9a-f]{12})", backend)
+    return (
+        where is not None
+        and where["host"] == socket.gethostname()
+        and where["node"] in {node[:12] for node in _ray_nodes()}
+    )
+
+
 def test_cluster_verdicts_are_the_local_pools(cluster: str) -> None:
     local = pool.check_many(requests(), workers=2)
     pool.use_cluster(cluster, chunk=2)
@@ -78,7 +172,94 @@ def test_cluster_verdicts_are_the_local_pools(cluster: str) -> None:
     assert [c.status for c in local] == [
         "passed", "wrong_answer", "passed", "runtime_error", "passed", "compile_error",
     ]  # fmt: skip
-    assert all(c.backend == "bwrap" for c in remote)
+    assert all(c.backend == "bwrap" for c in local)
+    # every chunk ran in a Ray task, which recorded its node: not in this process's pool
+    assert all(_ran_on_ray(c.backend) for c in remote), [c.backend for c in remote]
+
+
+def _listening(pids: set[int]) -> set[tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]]:
+    """(address, port) of every TCP socket these processes listen on."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            raw = b"".join(
+                bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, len(address), 8)
+            )
+            found.add((ipaddress.ip_address(raw), int(port, 16)))
+    return found
+
+
+def _loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _connects(address: str, env: dict[str, str]) -> str:
+    """What a fresh Ray client prints trying to join: until it connects or is refused."""
+    probe = f"import ray; ray.init(address={address!r}, log_to_driver=False); print('CONNECTED')"
+    client = subprocess.Popen(
+        [sys.executable, "-c", probe],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    timer = threading.Timer(90, client.kill)  # Ray retries a refused client for about 20 s
+    timer.start()
+    seen = []
+    try:
+        assert client.stdout is not None
+        for line in client.stdout:
+            seen.append(line)
+            if "CONNECTED" in line or "InvalidAuthToken" in line:
+                break
+    finally:
+        timer.cancel()
+        client.kill()
+        client.wait()
+    return "".join(seen)
+
+
+def test_the_cluster_listens_on_loopback_only_and_refuses_a_client_without_its_token(
+    head: tuple[str, int, dict[str, str]],
+) -> None:
+    address, group, secret = head
+    listening = _listening(_cluster_processes(group))
+    assert int(address.rsplit(":", 1)[1]) in {port for _, port in listening}, listening
+    assert all(_loopback(ip) for ip, _ in listening), sorted(map(str, listening))
+
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    plain.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0")
+    clients = {
+        "no token": {**plain, "RAY_AUTH_MODE": "disabled"},
+        "wrong token": {**plain, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64},
+        "the token": {**plain, **secret},
+    }
+    with ThreadPoolExecutor(len(clients)) as workers:
+        said = dict(
+            zip(
+                clients,
+                workers.map(lambda env: _connects(address, env), clients.values()),
+                strict=True,
+            )
+        )
+    assert "CONNECTED" in said["the token"], said["the token"]
+    for stranger in ("no token", "wrong token"):
+        assert "InvalidAuthToken" in said[stranger] and "CONNECTED" not in said[stranger], said
 
 
 def _chunk_workers() -> list[int]:
@@ -97,8 +278,6 @@ def _chunk_workers() -> list[int]:
 
 
 def test_a_worker_killed_mid_batch_loses_no_check_and_counts_none_twice(cluster: str) -> None:
-    import threading
-
     from codeloop.sandbox import cluster as ray_cluster
 
     slow = "import time\ntime.sleep(1.5)\na, b = map(int, input().split())\nprint(a + b)\n"
@@ -145,6 +324,87 @@ def test_a_stop_request_starts_no_new_chunk(cluster: str) -> None:
             requests(), address=cluster, backend="bwrap", chunk=1, in_flight=1, stop=stop
         )
     assert sorted(stopped.value.done) == [0, 1]
+
+
+def test_a_node_answering_a_chunk_wrongly_fails_only_that_chunk_and_never_as_a_wrong_answer(
+    cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codeloop.sandbox import cluster as ray_cluster
+
+    honest = ray_cluster._check_chunk
+
+    def broken_node(mode: str):
+        def broken(payload: list[dict], backend: str) -> str:
+            """A node with a broken install: a verdict short, or a crash, on one chunk."""
+            answer = honest(payload, backend)
+            if any(item["program"] == "print(4)\n" for item in payload):  # requests 0 and 1
+                if mode == "crash":
+                    raise RuntimeError("codeloop is broken on this node")
+                data = json.loads(answer)
+                data["checks"].pop()
+                answer = json.dumps(data)
+            return answer
+
+        return broken
+
+    expected = ["passed", "wrong_answer", "passed", "runtime_error", "passed", "compile_error"]
+    for mode, why in (("drop", "1 checks for 2 programs"), ("crash", "codeloop is broken")):
+        monkeypatch.setattr(ray_cluster, "_check_chunk", broken_node(mode))
+        done: Counter[int] = Counter()
+        results = ray_cluster.check_many(
+            requests(), address=cluster, backend="bwrap", chunk=2, rerun_locally=False,
+            on_done=lambda index, _check, done=done: done.update([index]),
+        )  # fmt: skip
+        assert [c.status for c in results] == ["environment_error"] * 2 + expected[2:], mode
+        for check in results[:2]:
+            assert why in check.feedback and not check.task_error, check.feedback
+        if mode == "drop":  # the node that answered is named
+            assert "Ray node" in results[0].feedback and socket.gethostname() in results[0].feedback
+        assert all(_ran_on_ray(c.backend) for c in results[2:])
+        assert done == Counter(range(6))
+
+    # rerun once in the local pool: every verdict right, the rerun chunk's marked local
+    monkeypatch.setattr(ray_cluster, "_check_chunk", broken_node("drop"))
+    results = ray_cluster.check_many(requests(), address=cluster, backend="bwrap", chunk=2)
+    assert [c.status for c in results] == expected
+    assert [c.backend for c in results[:2]] == ["bwrap", "bwrap"]
+    assert all(_ran_on_ray(c.backend) for c in results[2:])
+
+
+def test_accept_takes_exactly_one_verdict_per_program_as_plain_data() -> None:
+    from codeloop.sandbox.check import Check
+    from codeloop.sandbox.cluster import ChunkRejected, accept
+
+    node = "5f5c94bf0211f726c6214399e822c9d25d33d0f18ad64bb31b9d42b9"
+    verdict = Check(status="passed", cases_passed=1, cases_total=1, backend="bwrap")
+
+    def answer(checks: object, **where: object) -> str:
+        return json.dumps({"node": node, "host": "worker-1", **where, "checks": checks})
+
+    good = [verdict.model_dump(mode="json")] * 2
+    [first, second] = accept(answer(good), 2, "bwrap")
+    assert first == second and first.status == "passed"
+    assert first.backend == f"ray:bwrap@worker-1/{node[:12]}"
+    refused = {
+        "a pickled object": verdict,
+        "a list": good,
+        "not JSON": "passed",
+        "one short": answer(good[:1]),
+        "one too many": answer(good * 2),
+        "no checks": answer(None),
+        "a string verdict": answer(["passed", "passed"]),
+        "an unknown status": answer([{**good[0], "status": "accepted"}] * 2),
+        "a missing status": answer([{"feedback": ""}] * 2),
+        "another sandbox": answer([{**good[0], "backend": "process"}] * 2),
+        "no node id": answer(good, node=None),
+        "a forged host": answer(good, host="a b/c"),
+    }
+    for what, payload in refused.items():
+        with pytest.raises(ChunkRejected):
+            accept(payload, 2, "bwrap")
+            pytest.fail(f"accepted {what}")
+    with pytest.raises(ChunkRejected, match=r"Ray node 5f5c94bf0211 \(worker-1\).*1 checks for 2"):
+        accept(answer(good[:1]), 2, "bwrap")
 
 
 def test_engine_actors_answer_as_one_engine_greedy_seeded_and_with_an_adapter(

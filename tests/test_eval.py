@@ -155,6 +155,55 @@ def test_cli_end_to_end_on_a_tiny_samples_file(tmp_path: Path) -> None:
     }
 
 
+def test_eval_reports_the_weak_tasks_a_trivial_program_passes(tmp_path: Path) -> None:
+    """Rust/38's test trusts the solution's own encode_cyclic, so a program echoing its
+    input passes it: eval lists it as weak. Python/38's test encodes with the prompt's."""
+    samples = tmp_path / "samples.jsonl"
+    rows = [
+        {"task_id": "Rust/38", "generation": _canonical("Rust/38")},
+        {"task_id": "Python/38", "generation": _canonical("Python/38")},
+    ]
+    samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "out"
+    result = codeloop(
+        "eval",
+        "--suite",
+        "humaneval-x",
+        "--samples",
+        str(samples),
+        "--data-dir",
+        str(DATA),
+        "--languages",
+        "python,rust",
+        "--out",
+        str(out),
+        env={"COLUMNS": "300"},
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["passed"] == 2
+    assert summary["weak_tasks"] == ["Rust/38"]
+    assert summary["weak_task_programs"] == {"Rust/38": "a program that echoes its input"}
+    assert "weak tasks (a trivial program passes their tests): 1" in result.stdout
+    assert "Rust/38 (a program that echoes its input)" in result.stdout
+    skipped = codeloop(
+        "eval",
+        "--suite",
+        "humaneval-x",
+        "--samples",
+        str(samples),
+        "--data-dir",
+        str(DATA),
+        "--languages",
+        "python",
+        "--no-weak-tasks",
+        "--out",
+        str(tmp_path / "skipped"),
+    )
+    assert skipped.returncode == 0, skipped.stderr
+    assert json.loads((tmp_path / "skipped" / "summary.json").read_text())["weak_tasks"] is None
+
+
 def test_cli_canonical_with_data_from_the_environment(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = codeloop(

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from codeloop import store
-from codeloop.config import load_preset
+from codeloop.config import SandboxConfig, load_preset
 from codeloop.errors import ConfigError
-from codeloop.evaluate import task_runner, task_suites
-from codeloop.evaluate.tasks import pass_at_k
+from codeloop.evaluate import task_runner, task_suites, weak
+from codeloop.evaluate.tasks import check_requests, pass_at_k
+from codeloop.sandbox import CheckRequest
+from codeloop.sandbox.pool import WorkerPool, get_pool
 from tests.loop_fixtures import fence
 
 pytestmark = pytest.mark.timeout(600)
@@ -44,6 +49,137 @@ RIGHT = {
     ),
 }
 WRONG = fence("python", "print(4)")  # right on the public example of "double" only
+
+
+SLOW_DOUBLE = "import time\nn = int(input())\ntime.sleep(2)\nprint(2 * n)\n"
+"""Right, and slow enough to be caught running: its worker is killed mid-check."""
+DOUBLE_CASES = [{"input": "21\n", "output": "42\n"}]
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        parents.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def _running(pid: int, marker: str) -> bool:
+    """Whether a process under `pid` runs a command line containing `marker`."""
+    for child in _descendants(pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def kill_workers_mid_check(
+    pool: WorkerPool, times: int, marker: str = "main.py"
+) -> tuple[threading.Thread, list[int]]:
+    """SIGKILL the pool's worker process whenever one is running a program (a command line
+    with `marker`), `times` times, each time a different (fresh) worker process: a sandbox
+    worker that dies during an honest check. Returns the watcher and the killed pids."""
+    killed: list[int] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 240
+        while len(killed) < times and time.monotonic() < deadline:
+            for worker in pool.workers:
+                process = worker.process
+                if process is None or process.pid in killed or process.poll() is not None:
+                    continue
+                if _running(process.pid, marker):
+                    os.kill(process.pid, signal.SIGKILL)
+                    killed.append(process.pid)
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, killed
+
+
+def slow_request() -> CheckRequest:
+    return CheckRequest(language="python", program=SLOW_DOUBLE, cases=DOUBLE_CASES)
+
+
+def test_a_worker_that_dies_during_an_honest_check_is_replaced_and_the_check_rerun() -> None:
+    """The pool runs the check again on a fresh worker: the right program passes."""
+    pool = get_pool("bwrap", 1)
+    watcher, killed = kill_workers_mid_check(pool, 1)
+    [check] = pool.run([slow_request()])
+    watcher.join(timeout=5)
+    assert len(killed) == 1  # the first worker really died during the check
+    assert check.status == "passed", check.feedback
+    # Two deaths in a row: the pool says the machine failed, never that the program did.
+    watcher, killed = kill_workers_mid_check(pool, 2)
+    [check] = pool.run([slow_request()])
+    watcher.join(timeout=5)
+    assert len(killed) == 2
+    assert check.status == "environment_error" and "worker died" in check.feedback
+    # `fresh` (the evaluator's re-run) starts the batch on a newly started worker process.
+    [check] = pool.run([slow_request()])
+    alive = pool.workers[0].process
+    assert check.passed and alive is not None and alive.poll() is None
+    [check] = pool.run([slow_request()], fresh=True)
+    assert check.passed and pool.workers[0].process.pid != alive.pid  # type: ignore[union-attr]
+
+
+def test_an_infrastructure_failure_is_rerun_on_fresh_workers_not_scored_wrong() -> None:
+    """A check whose worker died twice is re-run by the evaluator on a freshly started
+    worker before the language probe decides: the right answer passes. (Before, the
+    probe passed and the answer was scored `runtime_error`, 'imitates a sandbox error'.)"""
+    sandbox = SandboxConfig(workers=1)
+    heard: list[tuple[int, str]] = []
+    watcher, killed = kill_workers_mid_check(get_pool("bwrap", 1), 2)
+    checks = check_requests(
+        [None, slow_request()],
+        sandbox,
+        on_done=lambda index, check: heard.append((index, check.status)),
+    )
+    watcher.join(timeout=5)
+    assert len(killed) == 2
+    assert [c.status for c in checks] == ["wrong_answer", "passed"], checks[1].feedback
+    assert heard == [(1, "passed")]  # the lost check is reported once, with its re-run
+
+
+def test_a_task_whose_test_gives_no_verdict_is_not_rerun_nor_blamed_on_the_program() -> None:
+    """`task_error` checks stay environment errors (no runtime error, no pass) and do not
+    stop `check_answers`: the task is at fault, not the program nor the machine."""
+    from codeloop.evaluate.tasks import check_answers
+    from codeloop.tasks.schema import FunctionSpec, Provenance, make_task
+
+    task = make_task(
+        family="own/vacuous",
+        language="python",
+        kind="function",
+        statement='def add(a, b):\n    """Return a + b."""\n',
+        function=FunctionSpec(
+            entry_point="add", tests="def check(candidate):\n    pass\n\ncheck(add)\n"
+        ),
+        provenance=Provenance(
+            dataset="own", revision="1", source_row_sha256="a" * 64, license="Apache-2.0"
+        ),
+        split="test",
+    )
+    answer = fence("python", "def add(a, b):\n    return a + b")
+    [check] = check_answers([(task, answer)], SandboxConfig(workers=1))
+    if not check.task_error:
+        pytest.skip(f"this sandbox does not flag vacuous tests yet ({check.status})")
+    assert check.status == "environment_error" and not check.passed
 
 
 def codeloop(*args: str) -> subprocess.CompletedProcess[str]:
@@ -112,6 +248,37 @@ def test_a_jsonl_suite_scored_from_a_samples_file_with_pass_at_k(tmp_path: Path)
     assert [row["sample"] for row in rows] == [0, 1] * 4
     assert [row["passed"] for row in rows[:2]] == [False, True]
     assert "pass@2" in result.stdout
+    assert summary["weak_tasks"] == [] and summary["task_errors"] == []
+    assert "weak tasks (a trivial program passes their tests): 0" in result.stdout
+
+
+def test_weak_tasks_are_those_a_trivial_program_passes(tmp_path: Path) -> None:
+    """A stdio task whose hidden cases an echo passes is weak (no run needed); a function
+    task whose test a trivial program passes is weak (checked in the sandbox)."""
+    path = tmp_path / "problems.jsonl"
+    echo = {
+        "problem": "copy",
+        "statement": "Print the input.",
+        "cases": [{"input": "a b\n", "output": "a b\n"}, {"input": "7\n", "output": "7\n"}],
+    }
+    path.write_text(json.dumps(PROBLEMS[0]) + "\n" + json.dumps(echo) + "\n")
+    stdio = task_suites.stdio_problems(path, ["python"])
+    config = load_preset("cpu-demo")
+    config.tasks.languages = ["python", "rust"]
+    humaneval_x = [
+        t for t in task_suites.suite_tasks(config, "humaneval-x") if t.family == "humaneval/38"
+    ]
+    tasks = [*stdio, *humaneval_x]
+    assert [t.language for t in tasks[2:]] == ["python", "rust"]
+    found = weak.trivial_passes(tasks, SandboxConfig(workers=2))
+    # Python/38's test encodes with the prompt's own encode_cyclic; Rust/38's trusts the
+    # solution's, so echoing in both functions passes it.
+    assert found == [
+        None,
+        "a program that echoes its input",
+        None,
+        "a program that echoes its input",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -96,6 +96,34 @@ def test_an_environment_error_is_never_a_zero() -> None:
     assert CodeReward(on_environment_error="none")(completions=completion, **columns) == [None]
 
 
+def test_a_worker_dying_during_an_honest_check_is_never_a_zero() -> None:
+    """The worker is killed during the right program's check, twice (the pool's own retry
+    dies too): the evaluator re-runs it on a fresh worker and the reward is 1.0 (before,
+    the probe passed and the completion got 0.0 as 'imitating a sandbox error')."""
+    from codeloop.config import SandboxConfig
+    from codeloop.sandbox.pool import get_pool
+    from tests.test_eval_tasks import DOUBLE_CASES, SLOW_DOUBLE, kill_workers_mid_check
+
+    reward = CodeReward(sandbox=SandboxConfig(workers=1))
+    columns = {"language": ["python"], "cases": [json.dumps(DOUBLE_CASES)]}
+    watcher, killed = kill_workers_mid_check(get_pool("bwrap", 1), 2)
+    assert reward(completions=[fence("python", SLOW_DOUBLE)], **columns) == [1.0]
+    watcher.join(timeout=5)
+    assert len(killed) == 2
+
+
+def test_a_task_error_gets_no_reward_value() -> None:
+    """A row whose own test cannot give a verdict (`task_error`) is never 0: it raises, or
+    is None for TRL."""
+    from codeloop.sandbox import Check, CheckRequest
+
+    request = CheckRequest(language="python", program="x = 1\n", test="pass\n")
+    check = Check(status="environment_error", feedback="never called", task_error=True)
+    with pytest.raises(SandboxEnvironmentError, match="cannot give a verdict"):
+        CodeReward()._value(request, check)
+    assert CodeReward(on_environment_error="none")._value(request, check) is None
+
+
 def test_verl_compute_score_single_and_batched() -> None:
     truth = {"language": "python", "cases": CASES}
     assert compute_score("codeloop", RIGHT, json.dumps(truth)) == 1.0

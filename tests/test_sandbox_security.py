@@ -250,6 +250,13 @@ SYSCALL = (
         ("bpf", "321, 0, 0, 0"),
         # sched_setaffinity(0, 8, mask of CPUs 0-63): a pinned run cannot widen itself.
         ("sched_setaffinity", "203, 0, 8, ctypes.byref(ctypes.c_uint64(-1 & (2**64 - 1)))"),
+        # pidfd_open(1, 0) and pidfd_getfd: the way to copy another process's fds (the
+        # cold Python driver's stdin held the nonce) without ptrace.
+        ("pidfd_open", "434, 1, 0"),
+        ("pidfd_getfd", "438, 3, 0, 0"),
+        ("process_vm_readv", "310, 1, 0, 0, 0, 0, 0"),
+        # socket(AF_VSOCK, SOCK_STREAM, 0): vsock is not namespaced.
+        ("socket-vsock", "41, 40, 1, 0"),
     ],
 )
 def test_system_calls_no_program_needs_are_denied(name: str, args: str) -> None:

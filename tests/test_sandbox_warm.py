@@ -209,15 +209,18 @@ def test_each_check_draws_its_own_random_numbers(sandbox: Sandbox) -> None:
     assert len(set(drawn)) == 3, drawn
 
 
-def test_a_check_sees_only_its_own_two_processes_and_runs_as_the_worker_uid(
+def test_a_check_sees_only_its_own_two_processes_and_runs_as_the_zygote_uid(
     sandbox: Sandbox,
 ) -> None:
+    """The warm sandbox's uid is its own, not the uid of the worker's cold runs (whose
+    RLIMIT_NPROC would otherwise count the zygote's processes)."""
+    assert sandbox.backend.zygote_uid not in (None, sandbox.backend.run_uid)
     program = """
 import os
 def world():
     return [sorted(int(p) for p in os.listdir("/proc") if p.isdigit()), os.getuid(), os.getpid()]
 """
-    result = returns(sandbox, program, "world", [[1, 2], sandbox.backend.run_uid, 2])
+    result = returns(sandbox, program, "world", [[1, 2], sandbox.backend.zygote_uid, 2])
     assert result.status == "passed", result.feedback
 
 

@@ -10,6 +10,11 @@ formats, same composition, but every program runs contained in the
 sandbox, the verdict has a status (an environment problem is never a wrong
 answer), and the summary is bound to the data, toolchains and limits it ran
 under. `--canonical` checks the benchmark's own solutions: the harness self-test.
+
+Every suite's tasks are also tried with trivial programs (`evaluate.weak`: a zero
+value, the argument echoed, a public example's output); the tasks one passes are
+printed as weak and listed in summary.json's `weak_tasks` (`--no-weak-tasks` skips
+that batch).
 """
 
 from __future__ import annotations
@@ -105,11 +110,28 @@ def eval_command(
     preset: str | None = typer.Option(
         None, "--preset", "-p", help="Bundled preset instead of --config (default cpu-demo)."
     ),
+    weak_tasks: bool = typer.Option(
+        True,
+        "--weak-tasks/--no-weak-tasks",
+        help="Also check trivial programs against each task and report the tasks one "
+        "passes (weak tests), in summary.json's weak_tasks.",
+    ),
 ) -> None:
     """Evaluate a model or saved answers on a suite, in the sandbox: pass@1, pass@k, bound."""
     task_suite = suite not in suites.SUITES or engine is not None
     if not task_suite:
-        _official(suite, samples, out_dir, data_dir, languages, workers, canonical, limit, backend)
+        _official(
+            suite,
+            samples,
+            out_dir,
+            data_dir,
+            languages,
+            workers,
+            canonical,
+            limit,
+            backend,
+            weak_tasks,
+        )
         return
     if canonical:
         raise ConfigError("--canonical checks the benchmarks' own solutions: humaneval(-x) only")
@@ -174,6 +196,7 @@ def eval_command(
             out_dir,
             sandbox,
             on_done=lambda _index, _check: progress.advance(checking),
+            weak=weak_tasks,
         )
     _print_task_summary(summary, out_dir)
 
@@ -188,6 +211,7 @@ def _official(
     canonical: bool,
     limit: int | None,
     backend: str,
+    weak_tasks: bool = True,
 ) -> None:
     """HumanEval(-X) samples in the official formats, composed as the official harnesses do."""
     if canonical == (samples is not None):
@@ -224,6 +248,7 @@ def _official(
             samples_binding=binding,
             on_start=lambda total: progress.update(bar, total=total),
             on_done=lambda _index, _check: progress.advance(bar),
+            weak=weak_tasks,
         )
     _print_summary(evaluation.summary, out_dir)
 
@@ -250,6 +275,7 @@ def _print_task_summary(summary: dict, out_dir: Path) -> None:
             failures,
         )
     out.print(table)
+    _print_weak(summary)
     out.print(
         f"macro pass@1 {summary['macro_pass_at_1']:.4f}; pooled "
         + ", ".join(f"{k} {v:.4f}" for k, v in summary["pooled"].items())
@@ -275,9 +301,27 @@ def _print_summary(summary: dict, out_dir: Path) -> None:
             failures,
         )
     out.print(table)
+    _print_weak(summary)
     out.print(
         f"macro pass@1 {summary['macro_pass_at_1']:.4f}; {summary['wall_s']} s; "
         f"wrote {out_dir / 'results.jsonl'} and {out_dir / 'summary.json'}",
         markup=False,
         highlight=False,
     )
+
+
+def _print_weak(summary: dict) -> None:
+    """The weak tasks (a trivial program passes their tests), and tasks without a verdict."""
+    weak = summary.get("weak_task_programs")
+    if weak is not None:
+        line = f"weak tasks (a trivial program passes their tests): {len(weak)}"
+        if weak:
+            line += "; " + ", ".join(f"{task_id} ({name})" for task_id, name in weak.items())
+        out.print(line, markup=False, highlight=False)
+    if summary.get("task_errors"):
+        out.print(
+            "tasks whose own test gives no verdict (environment_error, not passed): "
+            + ", ".join(summary["task_errors"]),
+            markup=False,
+            highlight=False,
+        )

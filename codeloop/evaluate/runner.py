@@ -4,7 +4,9 @@
 reader can zip it with its input; `DIR/summary.json` carries the counts and a
 binding (data sha256, samples sha256, toolchains, limits, sandbox, composition
 code) so that two evaluations are compared only when they ran under the same
-conditions. Model-written code runs only inside the sandbox workers.
+conditions. With `weak`, it also lists in `weak_tasks` the evaluated tasks whose
+test a trivial program passes (`evaluate.weak`; null when not checked). Model-written
+code runs only inside the sandbox workers.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from codeloop import __version__, store
-from codeloop.config import SandboxLimits
+from codeloop.config import SandboxConfig, SandboxLimits
 from codeloop.errors import ConfigError
 from codeloop.evaluate import suites
+from codeloop.evaluate import weak as weakness
 from codeloop.evaluate.data import Problems, language_of
 from codeloop.sandbox import Check, CheckRequest, check_many, describe
 from codeloop.sandbox.languages import toolchain_version
@@ -107,8 +110,13 @@ def evaluate(
     samples_binding: dict[str, Any] | None = None,
     on_start: Callable[[int], None] | None = None,
     on_done: Callable[[int, Check], None] | None = None,
+    weak: bool = False,
 ) -> Evaluation:
-    """Check `samples` (those of `languages`) and write DIR/results.jsonl and DIR/summary.json."""
+    """Check `samples` (those of `languages`) and write DIR/results.jsonl and DIR/summary.json.
+
+    With `weak`, the trivial programs of every evaluated task are checked too
+    (one more batch, after the samples') and the tasks one passes are listed.
+    """
     if suite not in suites.SUITES:
         raise ConfigError(f"--suite {suite}: unknown; choose {' or '.join(suites.SUITES)}")
     limits = limits or SandboxLimits()
@@ -130,6 +138,11 @@ def evaluate(
     started = time.monotonic()
     checks = check_many(requests, workers=workers, backend=backend, on_done=on_done)
     wall_s = time.monotonic() - started
+    weak_found = None
+    if weak:
+        sandbox = SandboxConfig(workers=workers, backend=backend, limits=limits)  # type: ignore[arg-type]
+        labelled = weakness.benchmark_tasks(suite, problems, [job.task_id for job in jobs])
+        weak_found = weakness.weak_tasks(labelled, sandbox)
     results = [
         {
             "task_id": job.task_id,
@@ -155,6 +168,8 @@ def evaluate(
         "macro_pass_at_1": macro,
         "skipped_samples": len(samples) - len(kept),
         "wall_s": round(wall_s, 2),
+        "weak_tasks": None if weak_found is None else list(weak_found),
+        "weak_task_programs": weak_found,
         "binding": {
             "suite": suite,
             "data": {"source": problems.source, "sha256": problems.sha256},

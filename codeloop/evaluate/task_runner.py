@@ -10,7 +10,11 @@ audit use, so `codeloop eval` and an audit agree on the same answers.
 Writes DIR/results.jsonl (one line per answer) and DIR/summary.json: per language
 pass@1 and the unbiased pass@k for every k in 1, 2, 5, 10, ... up to n (Chen et al.,
 2021), macro pass@1, statuses, and a binding (tasks, answers or engine and adapter,
-prompt, temperature, n, seed, toolchains, limits) for comparing two runs.
+prompt, temperature, n, seed, toolchains, limits) for comparing two runs. With
+`weak`, also `weak_tasks`: the tasks a trivial program passes (`evaluate.weak`;
+null when not checked). `task_errors` lists the tasks whose own test gave no
+verdict (`Check.task_error`): their answers count as not passed, with status
+`environment_error`, and are no failure of the model's.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from codeloop.config import EngineConfig, SandboxConfig
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import ConfigError
 from codeloop.evaluate import tasks as scoring
+from codeloop.evaluate import weak as weakness
 from codeloop.sandbox import Check
 from codeloop.sandbox.languages import toolchain_version
 from codeloop.tasks.schema import Task
@@ -150,12 +155,20 @@ def score(
     sandbox: SandboxConfig,
     *,
     on_done: Callable[[int, Check], None] | None = None,
+    weak: bool = False,
 ) -> dict[str, Any]:
-    """Check every answer, write DIR/results.jsonl and DIR/summary.json, return the summary."""
+    """Check every answer, write DIR/results.jsonl and DIR/summary.json, return the summary.
+
+    With `weak`, the tasks' trivial programs are checked too (one more batch) and the
+    tasks one passes are listed in `weak_tasks`.
+    """
     items = [(task, text) for task in tasks for text in answers.texts[task.id]]
     started = time.monotonic()
     checks = scoring.check_answers(items, sandbox, on_done=on_done)
     wall_s = time.monotonic() - started
+    weak_found = weakness.weak_tasks([(t.id, t) for t in tasks], sandbox) if weak else None
+    erred = [task.id for (task, _), c in zip(items, checks, strict=True) if c.task_error]
+    task_errors = list(dict.fromkeys(erred))
     results, flags = [], {}
     sample_index: Counter[str] = Counter()
     for (task, text), check in zip(items, checks, strict=True):
@@ -195,6 +208,9 @@ def score(
         "pooled": _pass_at(every_task),
         "macro_pass_at_1": round(sum(macro) / len(macro), 6) if macro else 0.0,
         "wall_s": round(wall_s, 2),
+        "weak_tasks": None if weak_found is None else list(weak_found),
+        "weak_task_programs": weak_found,
+        "task_errors": task_errors,
         "binding": {
             "suite": suite,
             "tasks_sha256": store.sha256_json([task.to_json() for task in tasks]),

@@ -7,11 +7,23 @@ block, checked in the sandbox against the task's hidden tests (or its public
 ones, for the correction turn). So the audit of a round and `codeloop eval` on the
 same answers cannot disagree.
 
-An `environment_error` is never a failed answer. When a check reports one, the
-language's known-good probe (the recipe's worked example) runs too: if the probe
-fails, the machine is at fault and `SandboxEnvironmentError` stops the caller; if
-the probe passes, the program itself imitated a sandbox failure (say, printing
-"bwrap: ..." and exiting 1) and the answer fails as a runtime error.
+An `environment_error` is never a failed answer. A check that reports one is run
+once more on freshly started sandbox workers (a worker that died, a killed warm
+sandbox, a failed Ray chunk: infrastructure noise, not the program). Only if the
+re-run reports one again does the language's known-good probe (the recipe's worked
+example) run: if the probe fails, the machine is at fault and
+`SandboxEnvironmentError` stops the caller; if the probe passes, the program itself
+imitated a sandbox failure twice (say, printing "bwrap: ..." and exiting 1) and the
+answer fails as a runtime error.
+
+A check with `task_error` set (an `environment_error` where the task's own test
+cannot give a verdict: it never called the solution, or cannot be built here) is
+the task's fault, not the program's nor the machine's: it is never re-run, never
+turned into a runtime error, never a pass. `check_answers` returns it as it is (an
+`environment_error` row that is not passed) instead of stopping the caller, so one
+broken task does not abort a whole round: the loop never trains on it (not
+passed), and `codeloop eval` lists it under `task_errors`; a reward gives it no
+value (see `codeloop.reward`).
 """
 
 from __future__ import annotations
@@ -100,6 +112,11 @@ def _env(check: Check) -> bool:
     return check.status == "environment_error"
 
 
+def _machine(check: Check) -> bool:
+    """An environment error that may be the machine's (or the program's): not the task's."""
+    return _env(check) and not check.task_error
+
+
 def check_requests(
     requests: list[CheckRequest | None],
     sandbox: SandboxConfig,
@@ -109,32 +126,53 @@ def check_requests(
 ) -> list[Check]:
     """Check requests in parallel; None (an answer without code) fails without a run.
 
-    A check that reports `environment_error` while its language's known-good probe
-    passes is the program's own doing and fails as a runtime error; one whose probe
-    fails too stays an `environment_error`, for the caller to stop on (never a
-    wrong answer). Raises `sandbox.Interrupted` when `stop` asks for it.
+    A check that reports `environment_error` is run once more on freshly started
+    workers (never one with `task_error`: the task's test is at fault, and stays an
+    `environment_error`). A re-run that reports it again while its language's
+    known-good probe passes is the program's own doing and fails as a runtime error;
+    one whose probe fails too stays an `environment_error`, for the caller to stop on
+    (never a wrong answer). `on_done` hears each check once, with the verdict of its
+    re-run where it had one. Raises `sandbox.Interrupted` when `stop` asks for it
+    (before the re-runs, which are never cut short).
     """
     results: list[Check | None] = [None] * len(requests)
     where = [index for index, item in enumerate(requests) if item is not None]
     for index, item in enumerate(requests):
         if item is None:
             results[index] = Check(status="wrong_answer", feedback="The answer has no code block.")
+
+    def first(i: int, check: Check) -> None:
+        if on_done is not None and not _machine(check):  # a re-run reports the rest
+            on_done(where[i], check)
+
     checked = check_many(
         [requests[index] for index in where],  # type: ignore[misc]
         workers=sandbox.workers,
         backend=sandbox.backend,
         stop=stop,
-        on_done=None if on_done is None else lambda i, check: on_done(where[i], check),
+        on_done=first,
     )
-    suspects = {requests[i].language for i, c in zip(where, checked, strict=True) if _env(c)}  # type: ignore[union-attr]
+    again = [i for i, check in enumerate(checked) if _machine(check)]
+    if again:
+        rerun = check_many(
+            [requests[where[i]] for i in again],  # type: ignore[misc]
+            workers=sandbox.workers,
+            backend=sandbox.backend,
+            fresh=True,
+        )
+        for i, check in zip(again, rerun, strict=True):
+            checked[i] = check
+            if on_done is not None:
+                on_done(where[i], check)
+    suspects = {requests[i].language for i, c in zip(where, checked, strict=True) if _machine(c)}  # type: ignore[union-attr]
     broken = {
         lang for lang, c in probe_languages(sandbox, sorted(suspects)).items() if not c.passed
     }
     for index, check in zip(where, checked, strict=True):
-        if _env(check) and requests[index].language not in broken:  # type: ignore[union-attr]
+        if _machine(check) and requests[index].language not in broken:  # type: ignore[union-attr]
             check = Check(
                 status="runtime_error",
-                feedback="The program failed in a way that imitates a sandbox error "
+                feedback="The program failed in a way that imitates a sandbox error, twice "
                 "(the sandbox itself works).",
             )
         results[index] = check
@@ -152,7 +190,9 @@ def check_answers(
     """Check (task, answer) pairs in parallel; an answer without code fails without a run.
 
     Raises `sandbox.Interrupted` when `stop` asks for it before a check starts, and
-    `SandboxEnvironmentError` when the machine (not the answer) failed a check.
+    `SandboxEnvironmentError` when the machine (not the answer) failed a check. A
+    check whose task cannot give a verdict (`task_error`) comes back as it is: an
+    `environment_error` that is not passed and is no failure of the program's.
     """
     requests: list[CheckRequest | None] = []
     for task, answer in items:
@@ -160,7 +200,7 @@ def check_answers(
         requests.append(None if program is None else request(task, program, sandbox, public))
     checks = check_requests(requests, sandbox, stop=stop, on_done=on_done)
     for (task, _answer), check in zip(items, checks, strict=True):
-        if _env(check):
+        if _machine(check):
             raise SandboxEnvironmentError(
                 f"task {task.id} ({task.language}): the sandbox could not check the program, "
                 f"and a known-good {task.language} program fails too, so no verdict was "

@@ -6,16 +6,23 @@ command, sha256 of every input file). Compile errors are cached too: they are as
 deterministic as successes. The folders must be reachable by the sandbox's
 unprivileged uids, so as root they live under /var/cache/codeloop, never under
 /root.
+
+Every cache here is bounded: the compile cache by `CompileCache`'s cap (LRU), a
+shared folder by `cap_shared_folder` (retired whole when over its cap). Checked
+programs write none of them: the compile cache is written by the harness, and the
+shared Go build cache only by trusted warm-ups (checks read it read-only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -43,6 +50,62 @@ def shared_folder(name: str, owner: int | None) -> Path:
         for path in [folder, *folder.rglob("*")]:
             os.lchown(path, owner, owner)
     return folder
+
+
+RETIRED_GRACE_S = 3600.0
+"""How long a retired shared folder is kept before it is deleted: compiles that bound
+it before it was retired still read it (a compile's wall-clock limit is far below)."""
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically (renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_cwd = -100
+    done = renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), _RENAME_EXCHANGE)
+    return done == 0
+
+
+def cap_shared_folder(name: str, owner: int | None, cap_bytes: int) -> bool:
+    """Evict the shared folder `name` when it holds more than `cap_bytes`; whether it did.
+
+    The whole folder is retired: an empty one takes its place in one atomic swap, so a
+    sandbox that binds the path sees the old folder or the new one, never a missing
+    or half-deleted one. A compile that bound the old folder keeps reading it (a bind
+    mount holds the folder, not its path) until it is deleted, RETIRED_GRACE_S after
+    it was retired. Call it under a lock, before writing into the folder: what was
+    evicted is rebuilt by whoever needs it (a warm-up), so disk use stays under the
+    cap plus one writer's additions plus the retired folders of the last hour.
+    """
+    root = cache_root()
+    folder = shared_folder(name, owner)
+    retired = root / f"{name}-retired"
+    if retired.is_dir():
+        for old in retired.iterdir():
+            with contextlib.suppress(OSError):
+                if time.time() - old.lstat().st_mtime > RETIRED_GRACE_S:
+                    shutil.rmtree(old, ignore_errors=True)
+    if folder_bytes(folder) <= cap_bytes:
+        return False
+    retired.mkdir(exist_ok=True)
+    os.chmod(retired, 0o700)
+    fresh = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}-"))
+    os.chmod(fresh, 0o755)
+    if owner is not None:
+        os.chown(fresh, owner, owner)
+    if _exchange(fresh, folder):
+        old = fresh  # the swap left the old contents at the temporary name
+    else:  # no renameat2: two renames (a sandbox set up in between fails, with no verdict)
+        old = fresh.with_name(fresh.name + "-old")
+        os.rename(folder, old)
+        os.rename(fresh, folder)
+    target = retired / f"{time.time_ns()}"
+    os.rename(old, target)
+    os.utime(target)
+    return True
 
 
 @contextlib.contextmanager
@@ -117,7 +180,14 @@ def compile_key(
 DEFAULT_COMPILE_CACHE_MIB = 2048
 """Size cap of the compile cache; CODELOOP_COMPILE_CACHE_MIB overrides it."""
 _PRUNE_EVERY = 32
-"""Saves between two size scans (a scan walks the whole cache)."""
+"""Saves between two size scans (a scan walks the whole cache)..."""
+_PRUNE_AFTER = 16
+"""...or sooner, once the saves since the last scan add 1/_PRUNE_AFTER of the cap."""
+_LARGEST_ENTRY = 8
+"""An entry over 1/_LARGEST_ENTRY of the cap is not stored (a program that compiles to
+a huge binary would evict a whole run's entries; compiling it again is cheaper)."""
+DEFAULT_GOCACHE_MIB = 1024
+"""Size cap of the shared Go build cache; CODELOOP_GOCACHE_MIB overrides it."""
 
 
 def folder_bytes(folder: Path) -> int:
@@ -133,10 +203,13 @@ def folder_bytes(folder: Path) -> int:
 class CompileCache:
     """Artifacts and outcomes of earlier compilations, keyed by `compile_key`.
 
-    Bounded: every few saves the cache is measured, and when it is over its cap the
-    least recently used entries (a hit refreshes an entry's time) are removed until
-    it is under 80% of the cap. Every HumanEval-X sample of a run is a new entry, so
-    an unbounded cache would grow with every evaluation.
+    Bounded: every few saves (and as soon as the saves since the last scan add a
+    sixteenth of the cap, so a few huge binaries cannot overshoot it) the cache is
+    measured, and when it is over its cap the least recently used entries (a hit
+    refreshes an entry's time) are removed until it is under 80% of the cap. An
+    entry bigger than an eighth of the cap is not stored at all. Every HumanEval-X
+    sample of a run is a new entry (Go's among them: its box, both binaries), so an
+    unbounded cache would grow with every evaluation.
     """
 
     def __init__(self, root: Path | None = None, cap_mib: int | None = None) -> None:
@@ -144,6 +217,8 @@ class CompileCache:
         env = os.environ.get("CODELOOP_COMPILE_CACHE_MIB")
         self.cap_bytes = (cap_mib or int(env or DEFAULT_COMPILE_CACHE_MIB)) << 20
         self._saves = 0
+        self._added = 0
+        """Bytes saved since the last size scan."""
 
     def _entry(self, key: str) -> Path:
         return self.root / key[:2] / key
@@ -169,6 +244,9 @@ class CompileCache:
         entry = self._entry(key)
         if entry.exists():
             return
+        size = folder_bytes(box) if outcome.get("ok") else 0
+        if size > self.cap_bytes // _LARGEST_ENTRY:
+            return
         entry.parent.mkdir(parents=True, exist_ok=True)
         temp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
         try:
@@ -180,7 +258,9 @@ class CompileCache:
         except OSError:
             shutil.rmtree(temp, ignore_errors=True)
         self._saves += 1
-        if self._saves % _PRUNE_EVERY == 1:
+        self._added += size
+        if self._saves % _PRUNE_EVERY == 1 or self._added >= self.cap_bytes // _PRUNE_AFTER:
+            self._added = 0
             self.prune()
 
     def prune(self) -> int:

@@ -23,12 +23,13 @@ from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness, javac_service
 from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
 from codeloop.sandbox.function_tests import (
-    GOCACHE_MOUNT,
     JAVAC_BATCH_JAR,
     JAVAC_BATCH_MOUNT,
+    TaskRefused,
     TestBuild,
     TestContext,
     compose,
+    go_check_cache,
     javac_batch,
 )
 from codeloop.sandbox.languages import Language, get, toolchain_version
@@ -132,6 +133,11 @@ class Check(BaseModel):
     cases_passed: int = 0
     cases_total: int = 0
     backend: str = ""
+    task_error: bool = False
+    """With `environment_error`: the task's own test cannot give a verdict here (it never
+    called the solution, ran no test function, or needs what this machine lacks). Not
+    the program's doing and not a passing infrastructure fault: never retried, never
+    blamed on the program, never a pass."""
 
     @property
     def passed(self) -> bool:
@@ -249,6 +255,8 @@ def _run_status(language: Language, run: harness.RunResult) -> str | None:
     killed_by = _signal_of(run)
     if run.timed_out or (run.cpu_limited and killed_by in (signal.SIGXCPU, signal.SIGKILL)):
         return "timeout"  # our wall clock, or the CPU limit; never the program's own choice
+    if run.partner_cpu_limited and run.exit_code != 0:
+        return "timeout"  # the solution's own sandbox used up its CPU time
     if run.exit_code != 0 and any(phrase in stderr for phrase in language.out_of_memory):
         return "memory_limit"
     if run.exit_code != 0:
@@ -330,14 +338,16 @@ class Sandbox:
     def _compile_setup(
         self, language: Language, source: str, argv: list[str]
     ) -> tuple[list[str], list[tuple[str, str, bool]], dict[str, str]]:
-        """Per-language compile extras: the Go build cache, the C++ precompiled header."""
+        """Per-language compile extras: the Go build cache (read-only: only trusted
+        warm-ups write it), the C++ precompiled header."""
         binds: list[tuple[str, str, bool]] = []
         env = dict(language.env)
         if language.name == "go":
             if self._gocache is None:
                 self._gocache = shared_folder("gocache", self.backend.compile_uid)
-            binds.append((str(self._gocache), GOCACHE_MOUNT, True))
-            env["GOCACHE"] = GOCACHE_MOUNT
+            go_binds, go_env = go_check_cache(self, language, self._gocache)
+            binds += go_binds
+            env.update(go_env)
         if language.name == "cpp" and re.search(r"#\s*include\s*<bits/stdc\+\+\.h>", source):
             pch = self._ensure_pch(language)
             if pch is not None:
@@ -575,6 +585,8 @@ class Sandbox:
             build = compose(
                 self, language, request.program, request.test or "", limits.memory_mib, context
             )
+        except TaskRefused as error:
+            return self._failed("environment_error", str(error), task_error=True)
         except ValueError as error:
             return self._failed("environment_error", str(error))
         run = self._run_warm(language, build, limits)
@@ -602,6 +614,7 @@ class Sandbox:
                 env=build.env,
                 binds=build.binds,
                 partner=build.partner,
+                solution_files=build.solution_files,
             )
         finally:
             harness.remove_box(box)
@@ -639,7 +652,24 @@ class Sandbox:
         ):
             status = "wrong_answer"
         marker = build.success_marker
-        if status is None and marker and marker not in _decode(run.stdout):
+        stdout = _decode(run.stdout)
+        if status is None and build.vacuous_marker and build.vacuous_marker in stdout:
+            # Printed by the trusted test side only: the test never called the solution
+            # (or ran no test function), so it would pass any program.
+            return Check(
+                status="environment_error",
+                feedback=(
+                    "The task's test never called the solution (or ran no test function): "
+                    "a test like that passes any program, so it gives no verdict. Fix the "
+                    "task's test."
+                ),
+                compile_ms=compile_ms,
+                run_ms=run.wall_ms,
+                cases_total=1,
+                backend=self.backend.name,
+                task_error=True,
+            )
+        if status is None and marker and marker not in stdout:
             status = "wrong_answer"  # exited 0 before the tests finished (e.g. exit(0) inside)
         feedback = ""
         if status is not None:

@@ -38,8 +38,11 @@ Verdicts the program cannot write: where the task's prompt names the function
 under test with types that can cross between processes, the test runs apart from
 the solution (Python: two processes, `pybox`; JavaScript, C++, Go, Java, Rust: two
 sandboxes, `jsbox`/`cppbox`/`gobox`/`javabox`/`rustbox`), only plain values travel
-between them, and only the test process reports (a nonce it read from stdin; Rust:
-the trusted test harness's summary and exit code). Every other function test is
+between them, and only the test process reports (a nonce it read from stdin; the
+solution's sandbox holds only the solution's files, `TestBuild.solution_files`). A test
+that never called the solution prints the nonce + ":vacuous" instead (no verdict: an
+environment_error of the task), and a NaN or infinite float returned by the solution
+fails the test whatever its comparison says. Every other function test is
 refused before anything runs (no prompt: at request validation; types that cannot
 cross, such as pointers or user-defined classes: an environment error here), since
 program and test in one process would let the program forge its verdict. No
@@ -48,18 +51,27 @@ HumanEval-X task is refused.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import secrets
 import shlex
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeloop.sandbox import cppbox, gobox, harness, javabox, jsbox, pybox, rustbox
-from codeloop.sandbox.cache import locked, shared_folder
+from codeloop.sandbox.cache import (
+    DEFAULT_GOCACHE_MIB,
+    cache_root,
+    cap_shared_folder,
+    locked,
+    shared_folder,
+)
 from codeloop.sandbox.languages import BOX, GO, GO_PATH, Language, toolchain_version
 from codeloop.store import sha256_json
 
@@ -91,6 +103,14 @@ class TestBuild:
     """A second command in a sandbox of its own (the solution's process; see jsbox)."""
     syntax_exit: int | None = None
     """An exit code by which the (trusted) test process says the program did not parse."""
+    solution_files: tuple[str, ...] = ()
+    """Paths in the box (files or folders) the solution's sandbox (`partner`) needs: its
+    box holds these and nothing else, never the test, its source or its binary."""
+    vacuous_marker: str | None = None
+    """A stdout line the trusted test side prints instead of `success_marker` when the
+    test ran to its end without calling the solution even once (or ran no test
+    function): such a test passes any program, so it is no verdict (an
+    environment_error of the task, never a pass). Built from the nonce (`vacuous`)."""
 
 
 @dataclass(frozen=True)
@@ -123,17 +143,22 @@ def compose(
     composer = _COMPOSERS.get(language.name)
     if composer is None:
         supported = ", ".join(sorted(_COMPOSERS))
-        raise ValueError(
+        raise TaskRefused(
             f"function-level tests are not supported for {language.name}; supported: {supported}"
         )
     return composer(sandbox, language, program, test, memory_mib, context or TestContext())
+
+
+class TaskRefused(ValueError):
+    """The task's test cannot be checked as written (not the machine's fault, nor the
+    program's): reported as an environment_error with `task_error` set."""
 
 
 def _unsafe(language: str, examples: str) -> ValueError:
     """The refusal of a test whose function under test has types that cannot cross
     between processes: with program and test in one process the program could forge
     the verdict, so no verdict is given (an environment error, never a pass)."""
-    return ValueError(
+    return TaskRefused(
         f"{language} function test refused: the prompt's open function (the entry point) "
         f"has types that cannot cross between the test's process and the solution's "
         f"({examples}); program and test in one process would let the program forge its "
@@ -159,6 +184,15 @@ def switched_off(variable: str) -> bool:
 def _nonce() -> str:
     """A per-check success marker the program cannot know in advance."""
     return f"CODELOOP-TESTS-DONE-{secrets.token_hex(8)}"
+
+
+VACUOUS_SUFFIX = ":vacuous"
+
+
+def vacuous(nonce: str) -> str:
+    """What the test side prints instead of `nonce` after a test that never called the
+    solution: the nonce (which the solution cannot know) plus VACUOUS_SUFFIX."""
+    return nonce + VACUOUS_SUFFIX
 
 
 # --- one-time builds shared by all workers ----------------------------------------------
@@ -255,7 +289,9 @@ def _python(
     """The test runs in its own process; the solution's functions are called across a pipe.
 
     See `pybox`: the nonce, the trusted prompt and the test travel on the driver's
-    stdin (never a file the solution can read); return values cross as plain data.
+    stdin (never a file the solution can read); return values cross as plain data. Cold,
+    the solution's server runs in a sandbox of its own (`partner`) over a box holding
+    only the program and the server; warm, the zygote forks it from the driver.
     """
     entry_point = context.entry_point or _check_target(test)
     setup = {
@@ -264,11 +300,15 @@ def _python(
         "test": test,
         "entry_point": entry_point,
     }
+    python = ["/usr/bin/python3", "-S", "-E", "-B"]
     return TestBuild(
         files={language.source: program.encode(), **pybox.sources()},
-        run=["/usr/bin/python3", "-S", "-E", "-B", f"{BOX}/{pybox.DRIVER}"],
+        run=[*python, f"{BOX}/{pybox.DRIVER}", *_PIPES],
+        partner=[*python, f"{BOX}/{pybox.SERVER}", *_PIPES],
+        solution_files=(language.source, pybox.SERVER, pybox.CODEC),
         env=dict(language.env),
         success_marker=setup["nonce"],
+        vacuous_marker=vacuous(setup["nonce"]),
         stdin=(json.dumps(setup) + "\n").encode(),
     )
 
@@ -300,12 +340,14 @@ def _javascript(
             files={language.source: program.encode(), **jsbox.sources()},
             run=[*node, f"{BOX}/{jsbox.DRIVER}", "{requests}", "{replies}"],
             partner=[*node, f"{BOX}/{jsbox.SERVER}", "{requests}", "{replies}"],
+            solution_files=(language.source, jsbox.SERVER, jsbox.CODEC),
             env=dict(language.env),
             success_marker=setup["nonce"],
+            vacuous_marker=vacuous(setup["nonce"]),
             stdin=json.dumps(setup).encode(),
             syntax_exit=3,
         )
-    raise ValueError(
+    raise TaskRefused(
         "a javascript function test needs an entry point: pass `entry_point`, or a prompt "
         "that declares the function under test"
     )
@@ -378,9 +420,11 @@ def _cpp(
             compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
             run=[f"{BOX}/main", "{requests}", "{replies}"],
             partner=[f"{BOX}/server", "{requests}", "{replies}"],
+            solution_files=("server",),
             env=dict(language.env),
             binds=binds,
             success_marker=nonce,
+            vacuous_marker=vacuous(nonce),
             stdin=(nonce + "\n").encode(),
         )
     raise _unsafe("cpp", "pointers, references to classes, user-defined types")
@@ -504,13 +548,15 @@ def _java(
             compile=steps.argv,
             run=[java[0], "-ea", *java[1:], "-cp", f"{BOX}/drv", "CodeloopDriver", *_PIPES],
             partner=[*java, "-cp", f"{BOX}/srv", "CodeloopServer", *_PIPES],
+            solution_files=("srv",),
             env=dict(language.env),
             binds=steps.binds,
             success_marker=nonce,
+            vacuous_marker=vacuous(nonce),
             stdin=(nonce + "\n").encode(),
         )
     if sig is not None and language.compile is not None:
-        raise ValueError(
+        raise TaskRefused(
             "a java function test must declare `public class Main` (the test's own class, "
             "compiled apart from the solution)"
         )
@@ -772,9 +818,95 @@ _GO_RUNTIME_PACKAGES = (
 )
 """What the trusted Go files and HumanEval-X's tests import."""
 GOCACHE_MOUNT = "/gocache"
-"""Where a Go compile sees the shared build cache (`gocache` in the cache root)."""
-_go_warmed: set[str] = set()
-"""Warm-up keys this process saw done: the check is a dict lookup, not a build's stat."""
+"""Where a Go compile sees the shared build cache (`gocache` in the cache root):
+read-write in `go_warm_cache`'s trusted builds only, read-only in checks."""
+GOCACHEPROG_MOUNT = "/gocacheprog"
+"""Where a Go check's compile sees the cache program (`gobox/cacheprog.go.txt`, built)."""
+GO_OWN_CACHE = "/tmp/gocache"
+"""A Go check's own GOCACHE, in its compile sandbox's tmpfs (thrown away with it)."""
+_go_warmed: dict[str, int] = {}
+"""Warm-up keys this process saw done, with the inode of the shared cache they went
+into: the check is a dict lookup and one stat (an evicted cache is a new folder)."""
+
+
+def go_check_cache(
+    sandbox: Sandbox, language: Language, gocache: Path
+) -> tuple[list[tuple[str, str, bool]], dict[str, str]]:
+    """The binds and environment that give a Go check's compile the shared build cache,
+    read-only.
+
+    The go command asks the cache program (GOCACHEPROG, `gobox/cacheprog.go.txt`) for
+    cached outputs; it answers from `gocache` (the standard packages `go_warm_cache`
+    prebuilt) and takes no `put`, so what the check compiles (its own packages, a
+    200 MiB array) stays in the go command's work folder in the sandbox's tmpfs, and
+    no check can grow the shared cache or leave anything in it for another. GOCACHE
+    itself is the check's own empty folder there (the go command wants one; nothing
+    is stored in it). Where the cache program cannot be built, a check gets only its
+    own cache (slower, as safe). Checks no longer fill the shared cache, so the
+    standard packages are warmed here too (once; stdio checks call no other warm-up;
+    not Debian's whole testify, whose net/http stack no HumanEval-X test needs).
+    """
+    go_warm_cache(sandbox, language, dict(language.env), third_party=False)
+    program = _go_cacheprog(sandbox, language)
+    if program is None:
+        return [], {"GOCACHE": GO_OWN_CACHE}
+    if sandbox.backend.name != "bwrap":  # no mounts: the go command sees the real folders
+        command = shlex.join([str(program), str(gocache)])
+        return [], {"GOCACHE": GO_OWN_CACHE, "GOCACHEPROG": command}
+    binds = [(str(gocache), GOCACHE_MOUNT, False), (str(program.parent), GOCACHEPROG_MOUNT, False)]
+    command = f"{GOCACHEPROG_MOUNT}/{program.name} {GOCACHE_MOUNT}"
+    return binds, {"GOCACHE": GO_OWN_CACHE, "GOCACHEPROG": command}
+
+
+_cacheprogs: dict[str, Path] = {}
+"""Cache program builds this process saw done (key -> binary)."""
+
+
+@functools.cache
+def _cacheprog_source() -> str:
+    return (Path(gobox.__file__).parent / "cacheprog.go.txt").read_text()
+
+
+def _go_cacheprog(sandbox: Sandbox, language: Language) -> Path | None:
+    """The cache program, built once per toolchain and source by a trusted one-time build
+    (the compile uid, in the sandbox; its standard packages through the shared cache, as
+    a warm-up): a binary root writes, which checks run from a read-only bind. None if
+    it cannot be built."""
+    source = _cacheprog_source()
+    key = sha256_json({"go": toolchain_version(language.name), "source": source})[:16]
+    known = _cacheprogs.get(key)
+    if known is not None:
+        return known
+    if key in _failed_archives:
+        return None
+    uid = sandbox.backend.compile_uid
+    folder = shared_folder("gocacheprog", uid) / key
+    binary = folder / "cacheprog"
+    with contextlib.suppress(OSError):
+        if (folder / ".done").exists() and binary.stat().st_mode & 0o111:
+            _cacheprogs[key] = binary
+            return binary
+    with locked("gocache"):
+        if not (folder / ".done").exists():
+            _go_cap_cache(uid)
+        gocache = shared_folder("gocache", uid)
+        try:
+            build_once(
+                sandbox,
+                "gocacheprog",
+                key,
+                {"cacheprog.go": source},
+                [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/cacheprog", f"{BOX}/cacheprog.go"],
+                {**language.env, "GOCACHE": GOCACHE_MOUNT},
+                "cacheprog",
+                binds=[(str(gocache), GOCACHE_MOUNT, True)],
+            )
+        except ValueError:
+            _failed_archives.add(key)
+            return None
+        binary.chmod(0o755)  # build_once stores products read-only to all
+    _cacheprogs[key] = binary
+    return binary
 
 
 def go_warm_cache(
@@ -783,39 +915,66 @@ def go_warm_cache(
     env: dict[str, str],
     binds: Sequence[tuple[str, str, bool]] = (),
     more: Sequence[str] = (),
+    third_party: bool = True,
 ) -> bool:
-    """Compile the standard packages checks import (and `more`) into the shared GOCACHE,
-    once; whether that succeeded.
+    """Compile the standard packages checks import (and `more`; with `third_party`, the
+    testify the tests use) into the shared GOCACHE, once; whether that succeeded.
 
     With a fresh cache every worker's first checks would compile them at the same
     time (the go command shares finished results, not work in progress), each paying
     for all of them. Optional: where this fails, checks compile what they miss.
     """
-    packages = sorted({*_GO_STD, *_GO_RUNTIME_PACKAGES, *more})
+    runtime = [path for path in _GO_RUNTIME_PACKAGES if third_party or "." not in path]
+    packages = sorted({*_GO_STD, *runtime, *more})
     key = sha256_json({"go": toolchain_version(language.name), "env": env, "packages": packages})
     key = key[:16]
     if key in _failed_archives:
         return False
-    if key in _go_warmed:
-        return True
-    gocache = shared_folder("gocache", sandbox.backend.compile_uid)
+    uid = sandbox.backend.compile_uid
+    with contextlib.suppress(OSError):
+        if _go_warmed.get(key) == (cache_root() / "gocache").stat().st_ino:
+            return True
     command = f"{shlex.join([GO, 'build', *packages])} && : > {BOX}/warmed"
-    try:
-        build_once(
-            sandbox,
-            "gocache-warmed",
-            key,
-            {},
-            ["/bin/sh", "-c", command],
-            {**env, "GOCACHE": GOCACHE_MOUNT},
-            "warmed",
-            binds=[(str(gocache), GOCACHE_MOUNT, True), *binds],
-        )
-    except ValueError:
-        _failed_archives.add(key)
-        return False
-    _go_warmed.add(key)
+    with locked("gocache"):
+        if not (shared_folder("gocache-warmed", uid) / key / ".done").exists():
+            _go_cap_cache(uid)
+        gocache = shared_folder("gocache", uid)
+        try:
+            build_once(
+                sandbox,
+                "gocache-warmed",
+                key,
+                {},
+                ["/bin/sh", "-c", command],
+                {**env, "GOCACHE": GOCACHE_MOUNT},
+                "warmed",
+                binds=[(str(gocache), GOCACHE_MOUNT, True), *binds],
+            )
+        except ValueError:
+            _failed_archives.add(key)
+            return False
+        _go_warmed[key] = gocache.stat().st_ino
     return True
+
+
+def _go_cap_cache(uid: int | None) -> None:
+    """Before a warm-up writes the shared Go cache: evict it when over its cap
+    (CODELOOP_GOCACHE_MIB, default DEFAULT_GOCACHE_MIB), with every warm-up's mark, so
+    each warm-up runs again into the fresh folder when next needed. Warm-ups are its
+    only writers, so it stays under the cap plus one warm-up's packages.
+
+    The go command's own trim (entries unused for 5 days, deleted in place, once a
+    day) is kept off: checks read the cache without marking what they use, and a
+    file deleted under a running compile would fail it. `trim.txt` says it just ran.
+    """
+    cap_mib = int(os.environ.get("CODELOOP_GOCACHE_MIB") or DEFAULT_GOCACHE_MIB)
+    if cap_shared_folder("gocache", uid, cap_mib << 20):
+        shutil.rmtree(cache_root() / "gocache-warmed", ignore_errors=True)
+        _go_warmed.clear()
+    trim = shared_folder("gocache", uid) / "trim.txt"
+    trim.write_text(str(int(time.time())))
+    if uid is not None:
+        os.chown(trim, uid, uid)
 
 
 GO_LIBRARY_MOUNT = "/gopath-codeloop"
@@ -940,9 +1099,11 @@ def _go(
             compile=build,
             run=[f"{BOX}/bin/drv", "-test.count=1", "--", "{requests}", "{replies}"],
             partner=[f"{BOX}/bin/srv", "{requests}", "{replies}"],
+            solution_files=("bin/srv",),
             env=env,
             binds=binds,
             success_marker=nonce,
+            vacuous_marker=vacuous(nonce),
             stdin=(nonce + "\n").encode(),
         )
     raise _unsafe("go", "pointers, function values, channels, variadics")
@@ -1131,7 +1292,7 @@ def _rust(
     context: TestContext,
 ) -> TestBuild:
     if uses_rand_07_api(test):
-        raise ValueError(
+        raise TaskRefused(
             "the test calls the rand 0.7 API gen_range(low, high); only rand 0.8 (Debian's "
             "librust-rand-dev) is available offline, so it cannot be compiled here"
         )
@@ -1155,6 +1316,11 @@ def _rust(
         linked = ["-L", f"dependency={_CRATES_MOUNT}", *externs]
         linked += [arg for flag in fast_link() for arg in ("-C", f"link-arg={flag}")]
         server_flags = [flag for flag in _RUST_FLAGS if flag != "--test"]
+        # The verdict: a nonce on the test's stdin (the solution's is /dev/null; the
+        # environment reaches both sides), printed by the test crate's own exit handler
+        # only when the harness exits 0 (see rustbox); "test result: ok." alone is
+        # also printed by a run of no test at all.
+        nonce = _nonce()
         steps = [
             ["/usr/bin/rustc", *server_flags, *linked, "-o", f"{BOX}/server", f"{BOX}/server.rs"],
             ["/usr/bin/rustc", *_RUST_FLAGS, *linked, "-o", f"{BOX}/main", f"{BOX}/main.rs"],
@@ -1170,13 +1336,16 @@ def _rust(
             compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
             run=[f"{BOX}/main", "--test-threads=1"],
             partner=[f"{BOX}/server", "{requests}", "{replies}"],
+            solution_files=("server",),
             env={
                 **language.env,
                 "CODELOOP_REQUESTS": "{requests}",
                 "CODELOOP_REPLIES": "{replies}",
             },
             binds=binds,
-            success_marker="test result: ok.",
+            success_marker=nonce,
+            vacuous_marker=vacuous(nonce),
+            stdin=(nonce + "\n").encode(),
         )
     missing = rustbox.solution_types(context.prompt, context.entry_point) if context.prompt else []
     if missing:

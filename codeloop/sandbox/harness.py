@@ -44,6 +44,8 @@ harness is root); RUN_UID_SLOTS slots, so no two live workers share a uid."""
 RUN_UID_SLOTS = 256
 _PARTNER = 1 << 16
 """Offset of the slot keys of partner sandboxes (a second uid per worker)."""
+_ZYGOTE = 2 << 16
+"""Offset of the slot keys of warm sandboxes (a third uid per worker)."""
 COMPILE_UID = 60999
 """Compilers run as this uid, which owns the shared compiler caches."""
 _PR_SET_PDEATHSIG = 1
@@ -96,6 +98,10 @@ class RunResult:
     cpu_limited: bool = False
     """The command used its whole CPU-time limit (so a SIGXCPU/SIGKILL came from the
     limit, not from the program signalling itself or exiting 128 + N)."""
+    partner_cpu_limited: bool = False
+    """The partner (the solution's sandbox of a two-process test) ended by itself after
+    using its whole CPU-time limit: the test side then saw its solution vanish, and the
+    check is a timeout, not a failed test."""
     phases_ms: dict[str, float] = field(default_factory=dict)
     """Where the time went, where the runner measures it (the warm sandbox: setup,
     program, clean-up); for benches."""
@@ -111,6 +117,11 @@ class Backend:
     compile_uid: int | None = None
     partner_uid: int | None = None
     """The uid of a partner sandbox (the solution's process of a two-process test)."""
+    zygote_uid: int | None = None
+    """The uid of the worker's warm Python sandbox and every check it runs. Not
+    `run_uid`: RLIMIT_NPROC counts every live process of a uid, so the zygote's
+    processes would count against a cold check's process budget (a Java program with
+    44 threads failed after any warm check)."""
     cpu: int | None = None
     """The CPU this worker's runs are pinned to where no cgroup CPU quota applies."""
 
@@ -138,6 +149,7 @@ def make_backend(name: str, worker: int) -> Backend:
         cgroups=CgroupManager(f"w{os.getpid()}-{worker}"),
         run_uid=RUN_UID_BASE + slot if root else None,
         partner_uid=RUN_UID_BASE + claim_slot(_PARTNER + worker, RUN_UID_SLOTS) if root else None,
+        zygote_uid=RUN_UID_BASE + claim_slot(_ZYGOTE + worker, RUN_UID_SLOTS) if root else None,
         compile_uid=COMPILE_UID if root else None,
         # Slots differ between processes too, so two sessions' workers spread out.
         cpu=cpus[slot % len(cpus)] if len(cpus) > 1 else None,
@@ -335,6 +347,7 @@ def run(
     env: dict[str, str] | None = None,
     binds: Sequence[tuple[str, str, bool]] = (),
     partner: Sequence[str] | None = None,
+    solution_files: Sequence[str] = (),
 ) -> RunResult:
     """Run `argv` in the sandbox with `box` mounted at /box (writable only to compile).
 
@@ -342,7 +355,9 @@ def run(
     namespace and cgroup) and killed when `argv` ends; the two talk over two pipes
     only. `{requests}` and `{replies}` in either argv become the fd numbers of each
     side's ends (argv writes requests and reads replies). This is how a test process
-    stays out of reach of the solution it calls (see `jsbox`).
+    stays out of reach of the solution it calls (see `jsbox`). The partner's /box is
+    a box of its own holding only `solution_files` (paths in `box`): the test's
+    source, binary and inputs are never in a folder the solution can read.
     """
     problem = backend.problem()
     if problem:
@@ -351,7 +366,15 @@ def run(
     try:
         if partner is not None:
             result = _run_with_partner(
-                backend, argv, partner, box=box, stdin=stdin, limits=limits, env=env, binds=binds
+                backend,
+                argv,
+                partner,
+                box=box,
+                solution_files=solution_files,
+                stdin=stdin,
+                limits=limits,
+                env=env,
+                binds=binds,
             )
         else:
             result = _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
@@ -371,8 +394,14 @@ def _run_own(
     binds: Sequence[tuple[str, str, bool]],
     extra_fds: tuple[int, ...],
     compile_step: bool = False,
+    reap: bool = True,
+    side_fd: int | None = None,
 ) -> RunResult:
-    """`run` without a partner; `extra_fds` are handed to the command (and closed here)."""
+    """`run` without a partner; `extra_fds` are handed to the command (and closed here).
+
+    `reap`: collect exited children afterwards (a partner's caller reaps its partner
+    itself first, to learn how it ended). `side_fd`: the partner's output, read into
+    the run's stderr."""
     full_env = base_env(env or {})
     uid = backend.compile_uid if compile_step else backend.run_uid
     cwd = BOX if compile_step else "/work"
@@ -403,7 +432,9 @@ def _run_own(
             extra += filter_args
             passed += (status_write, *filter_fds)
             command = [command[0], *extra, *command[1:]]
-        result = _supervise(command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed, pin)
+        result = _supervise(
+            command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed, pin, side_fd
+        )
         killed = result.timed_out or result.output_exceeded or result.oom_killed
         exited = status_read is None or _command_exited(status_read)
         if not exited and not killed and result.setup_error is None:
@@ -415,7 +446,8 @@ def _run_own(
             os.close(status_read)
         if cgroup is not None:
             cgroup.destroy()
-        reap_orphans()
+        if reap:
+            reap_orphans()
 
 
 def _run_with_partner(
@@ -424,15 +456,64 @@ def _run_with_partner(
     partner: Sequence[str],
     *,
     box: Path,
+    solution_files: Sequence[str],
     stdin: bytes,
     limits: RunLimits,
     env: dict[str, str] | None,
     binds: Sequence[tuple[str, str, bool]],
 ) -> RunResult:
     """`run` with a partner: start the partner's sandbox (its own uid slot, cgroup and
-    namespaces; output discarded), run `argv` as usual, then kill what is left of it."""
+    namespaces, its own box of `solution_files`; output discarded), run `argv` as
+    usual, then kill what is left of it."""
     if backend.name != "bwrap":
         return RunResult(None, None, b"", b"", 0.0, setup_error="a partner needs bubblewrap")
+    if not solution_files:
+        raise ValueError("a partner needs `solution_files`: what its own box holds")
+    solution_box = solution_box_of(box, solution_files)
+    try:
+        return _run_pair(backend, argv, partner, box, solution_box, stdin, limits, env or {}, binds)
+    finally:
+        remove_box(solution_box)
+
+
+def solution_box_of(box: Path, solution_files: Sequence[str]) -> Path:
+    """A sibling of `box` holding only `solution_files` (hard links where possible), for
+    the solution's sandbox: nothing of the test side is in it."""
+    solution_box = prepare_box(box.parent, None)
+    for name in solution_files:
+        source, target = box / name, solution_box / name
+        if not source.exists():
+            continue  # the compile did not make it: the partner fails to start, seen there
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(str(source), str(target))
+    for path in [solution_box, *solution_box.rglob("*")]:
+        if path.is_dir():
+            path.chmod(0o755)
+    return solution_box
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def _run_pair(
+    backend: Backend,
+    argv: Sequence[str],
+    partner: Sequence[str],
+    box: Path,
+    solution_box: Path,
+    stdin: bytes,
+    limits: RunLimits,
+    env: dict[str, str],
+    binds: Sequence[tuple[str, str, bool]],
+) -> RunResult:
+    """The two sandboxes of `_run_with_partner`: the solution's over `solution_box`."""
     requests_read, requests_write = os.pipe()
     replies_read, replies_write = os.pipe()
     for fd in (requests_read, replies_read):
@@ -441,9 +522,9 @@ def _run_with_partner(
         os.fchmod(fd, 0o666)
     own = {"requests": str(requests_write), "replies": str(replies_read)}
     theirs = {"requests": str(requests_read), "replies": str(replies_write)}
-    full_env = base_env(env or {})
+    full_env = base_env(env)
     command = [
-        *bind_args(box, False, limits, binds, full_env, "/work"),
+        *bind_args(solution_box, False, limits, binds, full_env, "/work"),
         *[part.format(**theirs) for part in partner],
     ]
     filter_args, filter_fds = seccomp_args()
@@ -454,14 +535,17 @@ def _run_with_partner(
     capped = cgroup is not None and cgroup.caps_memory
     pin = None if cgroup is not None and cgroup.caps_cpu else backend.cpu
     process = None
+    # What the solution prints (Python's server sends its stdout there too) joins the
+    # test side's stderr: feedback, and the output cap, as in one sandbox.
+    side_read, side_write = os.pipe()
     try:
-        with _closing(passed):
+        with _closing((*passed, side_write)):
             try:
                 process = subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
+                    stdout=side_write,
+                    stderr=side_write,
                     cwd="/",
                     env={},
                     close_fds=True,
@@ -480,17 +564,44 @@ def _run_with_partner(
         # A runtime whose arguments are not its own (Rust's test harness) takes the
         # channel's descriptors from its environment: "{requests}" / "{replies}".
         placeholders = {"{" + name + "}": fd for name, fd in own.items()}
-        own_env = {key: placeholders.get(value, value) for key, value in (env or {}).items()}
+        own_env = {key: placeholders.get(value, value) for key, value in env.items()}
         ends = (requests_write, replies_read)
-        return _run_own(backend, own_argv, box, stdin, limits, own_env, binds, ends)
+        result = _run_own(
+            backend, own_argv, box, stdin, limits, own_env, binds, ends, False, False, side_read
+        )
+        if result.exit_code != 0:
+            result.partner_cpu_limited = _ran_out_of_cpu(process.pid, limits)
+        return result
     finally:
         if process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            with contextlib.suppress(ChildProcessError):
+                process.wait()
+        os.close(side_read)
         if cgroup is not None:
             cgroup.destroy()
         reap_orphans()
+
+
+PARTNER_EXIT_GRACE_S = 0.5
+"""How long a failed test side's partner gets to finish exiting before we ask how it ended."""
+
+
+def _ran_out_of_cpu(pid: int, limits: RunLimits) -> bool:
+    """Whether the partner `pid` (our child, not yet reaped) ended by itself having used
+    its whole CPU-time limit. Waits up to PARTNER_EXIT_GRACE_S for it to end."""
+    deadline = time.monotonic() + PARTNER_EXIT_GRACE_S
+    while True:
+        try:
+            found, _status, usage = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if found:
+            return usage.ru_utime + usage.ru_stime >= cpu_limit_s(limits) - 0.05
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
 
 
 def seccomp_args() -> tuple[list[str], tuple[int, ...]]:
@@ -533,6 +644,7 @@ def _supervise(
     cgroup: RunCgroup | None,
     pass_fds: tuple[int, ...] = (),
     cpu: int | None = None,
+    side_fd: int | None = None,
 ) -> RunResult:
     procs = cgroup.procs_files if cgroup else []
     capped = cgroup is not None and cgroup.caps_memory
@@ -554,7 +666,7 @@ def _supervise(
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
-    result = _stream(process, started, limits)
+    result = _stream(process, started, limits, side_fd)
     if cgroup is not None:
         result.oom_killed = cgroup.oom_killed()
         peak = cgroup.peak_bytes()
@@ -573,13 +685,18 @@ def _closing(fds: tuple[int, ...]) -> Iterator[None]:
             os.close(fd)
 
 
-def _stream(process: subprocess.Popen[bytes], started: float, limits: RunLimits) -> RunResult:
+def _stream(
+    process: subprocess.Popen[bytes],
+    started: float,
+    limits: RunLimits,
+    side_fd: int | None = None,
+) -> RunResult:
     """Read stdout and stderr until exit, the deadline, or the output cap; then reap."""
     assert process.stdout is not None and process.stderr is not None
     pidfd = os.pidfd_open(process.pid)
     try:
         output = collect_output(
-            process.stdout.fileno(), process.stderr.fileno(), pidfd, started, limits
+            process.stdout.fileno(), process.stderr.fileno(), pidfd, started, limits, side_fd
         )
     finally:
         os.close(pidfd)
@@ -630,11 +747,18 @@ class Output:
 
 
 def collect_output(
-    out_fd: int, err_fd: int, exit_fd: int, started: float, limits: RunLimits
+    out_fd: int,
+    err_fd: int,
+    exit_fd: int,
+    started: float,
+    limits: RunLimits,
+    side_fd: int | None = None,
 ) -> Output:
     """Read two pipes until `exit_fd` (a pidfd) signals exit, the deadline, or the cap.
 
     The caller kills the run afterwards: a timeout or an overflow returns at once.
+    `side_fd`: a partner's output, added to stderr and to the cap, but never waited
+    for after the exit (the partner lives until the caller kills it).
     """
     buffers = {out_fd: bytearray(), err_fd: bytearray()}
     open_pipes = {out_fd, err_fd}
@@ -642,6 +766,10 @@ def collect_output(
     for fd in open_pipes:
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ)
+    if side_fd is not None:
+        os.set_blocking(side_fd, False)
+        selector.register(side_fd, selectors.EVENT_READ)
+        buffers[side_fd] = buffers[err_fd]  # one stderr: the test side's and the partner's
     selector.register(exit_fd, selectors.EVENT_READ)
     deadline = started + limits.wall_s
     drain_until = deadline
@@ -662,7 +790,10 @@ def collect_output(
                     drain_until = min(deadline, time.monotonic() + 0.2)
                     selector.unregister(exit_fd)
                     continue
-                chunk = os.read(key.fd, 65536)
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
                 if not chunk:
                     selector.unregister(key.fd)
                     open_pipes.discard(key.fd)

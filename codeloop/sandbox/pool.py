@@ -3,13 +3,17 @@
 Each worker is a fresh `python -m codeloop.sandbox.worker` process (never a fork
 of the caller, which may hold model threads), talking JSON lines over a pipe.
 `check_program` and `check_many` send requests here: nothing model-written runs
-in the calling process. A worker that dies is replaced, and the request it held
-is reported as an environment error, never as a wrong answer.
+in the calling process. A worker that dies during a check (killed, out of memory,
+a harness crash) is replaced and the check runs once more on the fresh worker; a
+check whose second worker dies too is reported as an environment error, never as
+a wrong answer. `check_many(..., fresh=True)` restarts each worker a batch uses
+before its first check: the re-run of a check that met an environment error.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import queue
@@ -54,6 +58,11 @@ class _Worker:
             )
         return self.process
 
+    def restart(self) -> None:
+        """Replace the worker process with a freshly started one."""
+        self.stop()
+        self._start()
+
     def call(self, message: dict) -> dict | None:
         process = self._start()
         assert process.stdin is not None and process.stdout is not None
@@ -77,6 +86,10 @@ class _Worker:
                 except subprocess.TimeoutExpired:
                     self.process.kill()
                     self.process.wait()
+            for pipe in (self.process.stdin, self.process.stdout):
+                if pipe is not None and not pipe.closed:
+                    with contextlib.suppress(OSError):  # a dead worker's pipe may not flush
+                        pipe.close()
             self.process = None
 
 
@@ -92,7 +105,14 @@ class WorkerPool:
         requests: list[CheckRequest],
         on_done: Callable[[int, Check], None] | None = None,
         stop: Callable[[], bool] | None = None,
+        fresh: bool = False,
     ) -> list[Check]:
+        """Check `requests` over the workers; results in order.
+
+        A worker that dies during a check is restarted and the check runs once more;
+        only a second death is an environment error. With `fresh`, each worker this
+        batch uses is restarted before its first check.
+        """
         results: list[Check | None] = [None] * len(requests)
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
         for index in range(len(requests)):
@@ -101,6 +121,8 @@ class WorkerPool:
         stopped = threading.Event()
 
         def drive(worker: _Worker) -> None:
+            if fresh:
+                worker.restart()
             while True:
                 if stop is not None and (stopped.is_set() or stop()):
                     stopped.set()
@@ -109,12 +131,16 @@ class WorkerPool:
                     index = todo.get_nowait()
                 except queue.Empty:
                     return
-                answer = worker.call({"request": requests[index].model_dump(mode="json")})
+                message = {"request": requests[index].model_dump(mode="json")}
+                answer = worker.call(message)
+                if answer is None:  # the worker died (call() dropped it): once more, fresh
+                    answer = worker.call(message)
                 if answer is None:
                     check = Check(
                         status="environment_error",
                         backend=self.backend,
-                        feedback="sandbox worker died during the check",
+                        feedback="sandbox worker died during the check (twice, the second "
+                        "time on a freshly started worker)",
                     )
                 else:
                     check = Check.model_validate(answer["check"])
@@ -192,12 +218,15 @@ def check_many(
     backend: str = "bwrap",
     on_done: Callable[[int, Check], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    fresh: bool = False,
 ) -> list[Check]:
     """Check every request in parallel; results in the order of `requests`.
 
     `stop` is asked before each check starts; once it answers True no further check
     starts and `Interrupted` is raised with the checks that finished. With a cluster
-    (`use_cluster`), the batch fans out over Ray (`sandbox/cluster.py`).
+    (`use_cluster`), the batch fans out over Ray (`sandbox/cluster.py`). With `fresh`,
+    the local workers the batch uses are restarted first (on a cluster every chunk is
+    a new Ray task anyway, whose node restarts a worker that died).
     """
     if _cluster:
         from codeloop.sandbox import cluster
@@ -210,7 +239,7 @@ def check_many(
             on_done=on_done,
             stop=stop,
         )
-    return get_pool(backend, workers).run(list(requests), on_done, stop)
+    return get_pool(backend, workers).run(list(requests), on_done, stop, fresh=fresh)
 
 
 def shutdown() -> None:

@@ -5,8 +5,12 @@ calls fail with EPERM rather than killing the process, so a program that probes 
 them gets an ordinary error. What is denied, and why:
 - the kernel keyring (`add_key`, `request_key`, `keyctl`): keys are not namespaced;
   a program could read or plant keys that outlive the check;
-- `ptrace`, `process_vm_readv`/`writev`: no program under test debugs another (the
-  Python test process is also non-dumpable, see `pybox`);
+- `ptrace`, `process_vm_readv`/`writev`, `pidfd_open`, `pidfd_getfd`,
+  `pidfd_send_signal`, `process_madvise`, `kcmp`: no program under test debugs, signals
+  or copies the descriptors of another (the Python test process is also non-dumpable,
+  see `pybox`; runtimes that try `pidfd_open` fall back to plain pids when it fails);
+- `socket(AF_VSOCK, ...)`: vsock is not namespaced, so a sandbox without a network
+  could still reach the host's or a VM's vsock services;
 - `unshare`, `setns`, `mount`, `umount2`, `pivot_root`: no nested namespaces or
   mounts (bwrap's `--disable-userns` covers user namespaces as well);
 - `sched_setaffinity`: a run the harness pinned to its worker's CPU (where no cgroup
@@ -63,13 +67,23 @@ DENIED_X86_64 = {
     "io_uring_setup": 425,
     "io_uring_enter": 426,
     "io_uring_register": 427,
+    "pidfd_send_signal": 424,
+    "pidfd_open": 434,
+    "pidfd_getfd": 438,
+    "process_madvise": 440,
+    "kcmp": 312,
 }
+SOCKET_X86_64 = 41
+AF_VSOCK = 40
 
 # Classic BPF opcodes (linux/filter.h).
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
 _RET_K = 0x06
+_JA = 0x05
+_ARG0_LOW = 16
+"""Offset of the low 32 bits of seccomp_data.args[0] (little-endian x86-64)."""
 
 
 def available() -> bool:
@@ -94,9 +108,17 @@ def program() -> bytes:
         _op(_JGE_K, 0, 1, X32_SYSCALL_BIT),
         _op(_RET_K, 0, 0, deny),  # the x32 ABI
     ]
+    # socket(2): to the argument check at the end; every other call: the list.
+    ops.append(_op(_JEQ_K, 0, 1, SOCKET_X86_64))
+    ops.append(_op(_JA, 0, 0, len(numbers) + 2))
     for index, number in enumerate(numbers):
         # Equal: jump to the deny at the end; otherwise test the next number.
         ops.append(_op(_JEQ_K, len(numbers) - index, 0, number))
+    ops.append(_op(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    ops.append(_op(_RET_K, 0, 0, deny))
+    # socket(domain, ...): AF_VSOCK is denied, any other domain allowed.
+    ops.append(_op(_LD_W_ABS, 0, 0, _ARG0_LOW))
+    ops.append(_op(_JEQ_K, 1, 0, AF_VSOCK))
     ops.append(_op(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
     ops.append(_op(_RET_K, 0, 0, deny))
     return b"".join(ops)

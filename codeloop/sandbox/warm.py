@@ -34,13 +34,12 @@ import struct
 import subprocess
 import time
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
-from codeloop.sandbox import harness, seccomp
+from codeloop.sandbox import harness, pybox, seccomp
+from codeloop.sandbox.cache import cache_root
 from codeloop.sandbox.cgroups import RunCgroup
 
-ZYGOTE = "_codeloop_zygote.py"
+ZYGOTE = pybox.ZYGOTE
 READY_NAME = "codeloop-ready"
 """The name the zygote gives a check process made ahead (see the zygote), until its check
 arrives."""
@@ -149,8 +148,11 @@ class WarmPython:
         self.stop()
         if self.backend.name != "bwrap":
             return "the warm sandbox needs bubblewrap"
+        try:
+            folder = pybox.installed(cache_root())
+        except OSError as error:
+            return f"cannot install the warm sandbox's files under {cache_root()}: {error}"
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        folder = Path(str(resources.files("codeloop.sandbox.pybox")))
         limits = _ZYGOTE_LIMITS
         args = harness.bind_args(None, False, limits, [(str(folder), _HOST_DIR, False)], {}, "/")
         # The zygote creates a user namespace per check, so not --disable-userns; the
@@ -176,7 +178,7 @@ class WarmPython:
                 cwd="/",
                 close_fds=True,
                 pass_fds=(theirs.fileno(),),
-                preexec_fn=lambda: _zygote_setup(self.backend.run_uid),
+                preexec_fn=lambda: _zygote_setup(self.backend.zygote_uid),
             )
         except (OSError, subprocess.SubprocessError) as error:
             theirs.close()

@@ -5,7 +5,9 @@ The solution's translation unit is the program plus a `main` that answers calls
 proxy with the entry point's declared signature that calls across the pipes
 (`codeloop::call`), and the test as written; before its `main`, `codeloop::drive`
 reads the nonce from stdin and registers its printing at exit, which a failed assert
-(abort) or a failed call (terminate) never reaches.
+(abort) or a failed call (terminate) never reaches; a test whose main never called the
+solution prints the vacuous line (`function_tests.vacuous`) instead. A NaN or an
+infinity in a returned value ends the test process (exit 1) as a wrong answer.
 The two are compiled separately, so no macro, `#define __assert_fail`, renamed
 `main` or `exit(0)` of the solution reaches the test, and they run in two sandboxes
 (`harness.run(..., partner=...)`). Values cross type-tagged (`codeloop_rpc.hpp`):

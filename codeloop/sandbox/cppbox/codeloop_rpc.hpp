@@ -75,6 +75,7 @@ template <class T> void put(std::string& out, const T& value) {
 struct Reader {
   const std::string& text;
   std::size_t at = 0;
+  bool finite = false;  // the test's side reading a reply: NaN and infinities are refused
   char tag();
   void expect(char wanted);
   std::string until(char end);
@@ -84,6 +85,10 @@ struct Reader {
 #ifdef CODELOOP_BOOST_ANY
 boost::any get_any(Reader& in);
 #endif
+
+// The test's side got NaN or an infinity from the solution: a wrong answer, whatever the
+// test's comparison would say (abs(NaN - y) > 1e-4 is false). Ends the test process.
+[[noreturn]] void non_finite(double value);
 
 template <class T> T get(Reader& in) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -96,7 +101,9 @@ template <class T> T get(Reader& in) {
     return static_cast<T>(std::stoll(in.until(';')));
   } else if constexpr (std::is_floating_point_v<T>) {
     in.expect('d');
-    return static_cast<T>(std::strtod(in.until(';').c_str(), nullptr));
+    T value = static_cast<T>(std::strtod(in.until(';').c_str(), nullptr));
+    if (in.finite && !__builtin_isfinite(value)) non_finite(static_cast<double>(value));
+    return value;
   } else if constexpr (std::is_same_v<T, std::string>) {
     in.expect('s');
     std::size_t size = in.count();
@@ -209,6 +216,7 @@ int serve(int argc, char** argv, std::string (*handle)(Reader&));
 struct Channel {
   int requests = -1, replies = -1;
   std::string nonce;
+  long long calls = 0;  // calls of the solution: none by the end means a vacuous test
 };
 
 Channel& channel();
@@ -225,10 +233,11 @@ template <class R, class... A> R call(const char* name, const A&... args) {
   (put(request, args), ...);
   Channel& state = channel();
   send(state.requests, request);
+  state.calls++;
   std::string reply;
   if (!receive(state.replies, reply)) throw std::runtime_error("the solution's process ended");
   if (reply.empty() || reply[0] != 'v') throw std::runtime_error("the solution raised: " + reply.substr(1));
-  Reader in{reply, 1};
+  Reader in{reply, 1, true};
   if constexpr (std::is_void_v<R>) {
     return;
   } else {

@@ -6,7 +6,9 @@ type-strict encoding both sides share, interface{} values included, with their
 dynamic types); the test binary holds the task's
 trusted prompt, a proxy with the entry point's declared signature, the test, and a
 `main` that reads the nonce from stdin, runs the test's functions with
-`testing.Main` and prints the nonce only when every test passed. One `go build`
+`testing.Main` and prints the nonce only when every test passed (the vacuous line,
+`function_tests.vacuous`, when it has no test function or none called the solution;
+a NaN or an infinity the solution returns ends it as a failure). One `go build`
 makes both binaries. No `PASS` printed by the solution, `syscall.Exit`, `TestMain`
 of its own or patched package state reaches the test binary. Signatures with types that cannot
 cross as plain values (error and other non-empty interfaces, func, chan, structs,

@@ -5,10 +5,12 @@ calls by method name, decoding arguments into the declared generic parameter typ
 the test's `Main` is compiled apart with a proxy `Solution` (the trusted prompt's
 complete methods, and the open one calling across the pipes) and `CodeloopDriver`,
 which reads the nonce from stdin, runs `Main.main` and prints the nonce only when it
-returned. No `System.exit(0)`, `Runtime.halt`, class shadowing `java.util.Arrays` or
-printed marker of the solution reaches the test. Values cross type-tagged
-(`Codeloop.java.txt`): booleans, int, long, double, float, char, String, List, Map,
-Optional (and Object, decoded by tag).
+returned (the vacuous line, `function_tests.vacuous`, when it never called the
+solution; a NaN or an infinity the solution returns halts it as a failure). No
+`System.exit(0)`, `Runtime.halt`, class shadowing `java.util.Arrays` or printed marker
+of the solution reaches the test. Values cross type-tagged (`Codeloop.java.txt`):
+booleans, int, long, double, float, char, String, List, Map, Optional (and Object,
+decoded by tag).
 """
 
 from __future__ import annotations

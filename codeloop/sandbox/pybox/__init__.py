@@ -20,10 +20,17 @@ solution cannot redefine what the test compares against (HumanEval/38's
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+import tempfile
 from importlib import resources
+from pathlib import Path
 
 FILES = ("_codeloop_codec.py", "_codeloop_server.py", "_codeloop_driver.py")
+ZYGOTE = "_codeloop_zygote.py"
 DRIVER = "_codeloop_driver.py"
+SERVER = "_codeloop_server.py"
+CODEC = "_codeloop_codec.py"
 
 
 def sources() -> dict[str, bytes]:
@@ -36,3 +43,36 @@ def sources() -> dict[str, bytes]:
 def _read() -> tuple[tuple[str, bytes], ...]:
     folder = resources.files(__name__)
     return tuple((name, folder.joinpath(name).read_bytes()) for name in FILES)
+
+
+def installed(root: Path) -> Path:
+    """A world-readable copy of the warm sandbox's files (the zygote and the files above)
+    in `root/pybox/<hash>/`, made once; what the zygote's sandbox binds.
+
+    Never the package folder itself: a checkout in a folder other users cannot enter
+    (`mktemp -d`, /root/..., a 0700 home) is out of reach of the sandbox's uid, and
+    what a sandbox reads at check time must not be a file the user may be editing."""
+    files = dict(_read()) | {ZYGOTE: resources.files(__name__).joinpath(ZYGOTE).read_bytes()}
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name] + b"\0")
+    parent = root / "pybox"
+    folder = parent / digest.hexdigest()[:16]
+    if folder.is_dir():
+        return folder
+    parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(parent, 0o755)
+    temp = Path(tempfile.mkdtemp(dir=parent, prefix=".tmp-"))
+    try:
+        for name, data in files.items():
+            (temp / name).write_bytes(data)
+            (temp / name).chmod(0o644)
+        temp.chmod(0o755)
+        os.rename(temp, folder)
+    except OSError:
+        for path in temp.iterdir():
+            path.unlink()
+        temp.rmdir()
+        if not folder.is_dir():  # another worker's rename won, or a real failure
+            raise
+    return folder

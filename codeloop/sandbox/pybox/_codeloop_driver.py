@@ -1,20 +1,26 @@
 """The test process (inside the sandbox): the only writer of the verdict.
 
 stdin: one JSON line {"nonce", "prompt", "test", "entry_point"}. The nonce is printed
-after the whole test ran; the solution can neither read it (it was never in a file,
-and this process is not dumpable) nor stop this process from printing something else.
+after the whole test ran and called the solution at least once (a test that never
+called it prints the nonce + ":vacuous" instead: no verdict); the solution can neither
+read it (it was never in a file, and this process is not dumpable) nor stop this
+process from printing something else. A float the solution returns that is NaN or
+infinite fails the test, whatever the test's comparison says (`abs(a - b) > 1e-4` is
+False for NaN).
 
-Run as a script (a cold sandbox: the solution's process is a fresh interpreter) or by
-`main(forked=True)` in the warm sandbox, where the solution's process is forked from
-this one before it reads its stdin, so the fork holds nothing secret.
+Run as a script with the fds of two pipes (a cold check: the solution's process runs in
+a sandbox of its own, see `harness.run(partner=...)`, and never shares a folder, a pid
+namespace or a uid with this one) or by `main(forked=True)` in the warm sandbox, where
+the solution's process is forked from this one before it reads its stdin, so the fork
+holds nothing secret.
 """
 
 import builtins
 import contextlib
 import ctypes
 import json
+import math
 import os
-import subprocess
 import sys
 import traceback
 
@@ -31,10 +37,14 @@ class SolutionEnded(Exception):
 class _Solution:
     """The solution's process and our ends of its two pipes."""
 
-    def __init__(self, forked):
-        request_read, request_write = os.pipe()
-        reply_read, reply_write = os.pipe()
-        if forked:
+    def __init__(self, pipes=None):
+        """`pipes`: (request fd, reply fd) to a solution running in a sandbox of its own;
+        None: fork the solution's process here (the warm sandbox)."""
+        self.pid = None
+        self.calls = 0
+        if pipes is None:
+            request_read, request_write = os.pipe()
+            reply_read, reply_write = os.pipe()
             pid = os.fork()
             if pid == 0:
                 try:
@@ -47,36 +57,25 @@ class _Solution:
                 finally:
                     os._exit(1)
             self.pid = pid
+            os.close(request_read)
+            os.close(reply_write)
         else:
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-S",
-                    "-E",
-                    "-B",
-                    "/box/_codeloop_server.py",
-                    str(request_read),
-                    str(reply_write),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=2,
-                stderr=2,
-                pass_fds=(request_read, reply_write),
-                close_fds=True,
-            )
-            self.pid = self.process.pid
-        os.close(request_read)
-        os.close(reply_write)
+            request_write, reply_read = pipes
         self.requests = os.fdopen(request_write, "wb")
         self.replies = os.fdopen(reply_read, "rb")
 
     def kill(self):
+        if self.pid is None:  # the harness kills the solution's sandbox
+            return
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, 9)
         self.wait()
 
     def wait(self):
-        """The solution process's exit status (after it ended)."""
+        """The solution process's exit status (after it ended); None where it is not our
+        child (its own sandbox: the harness sees how it ended)."""
+        if self.pid is None:
+            return None
         try:
             _pid, status = os.waitpid(self.pid, 0)
         except ChildProcessError:
@@ -104,9 +103,10 @@ class _Solution:
                 )
             except BrokenPipeError:
                 raise SolutionEnded("the solution's process ended") from None
+            self.calls += 1
             reply = self.receive()
             if "value" in reply:
-                return codec.decode(reply["value"])
+                return finite(codec.decode(reply["value"]), name)
             error = getattr(builtins, str(reply.get("raise")), None)
             if not (isinstance(error, type) and issubclass(error, Exception)):
                 error = RuntimeError
@@ -114,6 +114,26 @@ class _Solution:
 
         call.__name__ = call.__qualname__ = name
         return call
+
+
+def finite(value, name):
+    """`value`, unless a float in it is NaN or infinite: then the test fails. No expected
+    value of a test is NaN or infinite, and a NaN slips through comparisons written as
+    `abs(a - b) > eps` (False for NaN)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is float and not math.isfinite(item):
+            raise AssertionError(f"{name} returned {item!r}, not a finite number")
+        if kind is complex and not (math.isfinite(item.real) and math.isfinite(item.imag)):
+            raise AssertionError(f"{name} returned {item!r}, not a finite number")
+        if kind in (list, tuple, set, frozenset):
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return value
 
 
 PRELOADED = (
@@ -145,20 +165,21 @@ def preload():
         importlib.import_module(name)
 
 
-def main(forked=False):
-    """Run the test against the solution; the exit code (0 only after the nonce)."""
+def main(forked=False, pipes=None):
+    """Run the test against the solution; the exit code (0 only after the nonce).
+
+    `forked`: fork the solution's process here (the warm sandbox); otherwise `pipes`
+    (request fd, reply fd) lead to the solution's own sandbox."""
     # Non-dumpable before anything else: the solution (same uid) can then neither ptrace
     # this process nor read its memory through /proc, not even the forked solution,
     # which starts after this line and before the nonce is read.
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
         sys.stderr.write("codeloop driver: could not make the test process non-dumpable\n")
         return 1
-    solution = _Solution(forked) if forked else None
+    solution = _Solution() if forked else _Solution(pipes)
     setup = json.loads(sys.stdin.readline())
     sys.stdin.close()
     try:
-        if solution is None:
-            solution = _Solution(False)
         ready = solution.receive()
         names = ready.get("ready")
         if type(names) is not list:
@@ -193,10 +214,12 @@ def main(forked=False):
         sys.stderr.flush()
         return 1
     solution.kill()
-    sys.stdout.write("\n" + setup["nonce"] + "\n")
+    # A test that never called the solution passes any program: no verdict.
+    marker = setup["nonce"] if solution.calls else setup["nonce"] + ":vacuous"
+    sys.stdout.write("\n" + marker + "\n")
     sys.stdout.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(pipes=(int(sys.argv[1]), int(sys.argv[2]))))

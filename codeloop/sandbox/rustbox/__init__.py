@@ -9,7 +9,13 @@ and the test as written, built with `rustc --test`. Only the test's process prin
 the test harness's summary and sets the exit code; no `macro_rules!` shadowing an
 assert, `exit(0)` or printed "test result: ok." of the solution reaches it. The
 channel's descriptors reach the test in CODELOOP_REQUESTS / CODELOOP_REPLIES (its
-arguments belong to the test harness).
+arguments belong to the test harness). The verdict is a nonce on the test's stdin
+(never the solution's, and never in the environment, which both sides get): read
+before main by an `.init_array` entry of the test's crate (`_DRIVE`), printed at exit
+only when the process exits with 0, after every test passed; the vacuous line
+(`function_tests.vacuous`) instead when no test called the solution (tests commented
+out: "0 passed"). A NaN or an infinity the solution returns ends the test process with
+1 (a wrong answer, whatever the test's comparison says).
 
 Types that cross: integers, floats, bool, char, String and &str, Vec, slices and
 references to them, Option, tuples up to 4, HashMap, and `Box<dyn Any>` / `&dyn Any`
@@ -437,4 +443,21 @@ def test_source(
             f'    codeloop_rpc::call("{sig.name}", |out: &mut Vec<u8>| {{{puts} }})\n}}\n'
         )
     enums = "".join(e.definition() + e.codec("codeloop_rpc") for e in _enums(sigs))
-    return f"{_module_item(linked)}{prompt[:at]}\n" + enums + "".join(proxies) + f"{test}\n"
+    return (
+        f"{_module_item(linked)}{prompt[:at]}\n" + enums + "".join(proxies) + _DRIVE + f"{test}\n"
+    )
+
+
+_DRIVE = (
+    "#[used]\n"
+    '#[link_section = ".init_array"]\n'
+    'static CODELOOP_DRIVE: extern "C" fn() = {\n'
+    '    extern "C" fn codeloop_drive() {\n'
+    "        codeloop_rpc::drive();\n"
+    "    }\n"
+    "    codeloop_drive\n"
+    "};\n"
+)
+"""The test crate's entry in `.init_array`: `codeloop_rpc::drive` reads the nonce from
+stdin before the test harness's main and registers its printing at exit (in this crate,
+never the library's: the linker may leave out a library object nothing refers to)."""
