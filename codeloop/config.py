@@ -378,6 +378,26 @@ class AuditConfig(Section):
         description="Use at most this many tasks of each suite (unset: all of them); a "
         "smaller audit is a smoke test, and the decision says so.",
     )
+    rule: Literal["confirmed", "strict"] = Field(
+        "confirmed",
+        description="How a lost audit task counts. 'strict' (the seed's rule): any task the "
+        "greedy candidate fails and the parent passes rejects it. 'confirmed': each flipped "
+        "task is sampled again on both sides (confirm_samples, same seeds) and counts only "
+        "if the candidate is significantly worse there (or pooled over all flips); see "
+        "codeloop/loop/confirm.py.",
+    )
+    confirm_samples: int = Field(
+        8, ge=1, le=64, description="Seeded samples per side for each flipped audit task."
+    )
+    confirm_temperature: float = Field(
+        0.7, gt=0, le=2.0, description="Sampling temperature of the confirmation samples."
+    )
+    confirm_alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="One-sided exact binomial p at or below which a flip counts.",
+    )
 
 
 class ClusterConfig(Section):

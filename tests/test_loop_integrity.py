@@ -15,8 +15,10 @@ pytest.importorskip("trl")
 
 from codeloop import recipe, store
 from codeloop.errors import IntegrityError
+from codeloop.loop import confirm
+from codeloop.loop.finish import decide
 from codeloop.loop.gate import compare, mcnemar_exact, promising
-from codeloop.loop.phases import run_phase
+from codeloop.loop.phases import open_round, run_phase
 from codeloop.loop.prepare import check_assignment
 from tests.loop_fixtures import finished_round
 
@@ -337,3 +339,87 @@ def test_per_family_keeps_the_oldest_row_of_each_family_and_language(session: Pa
             kept[language, task.family] = program
     assert kept == {key: programs[0] for key, programs in families.items()}
     assert {number for found in capped.values() for _t, _p, number in found} == {1}
+
+
+def test_one_sided_binomial_of_discordant_pairs() -> None:
+    assert confirm.one_sided_p(0, 0) == 1.0
+    assert confirm.one_sided_p(5, 0) == 1 / 32
+    assert confirm.one_sided_p(4, 0) == 1 / 16
+    assert confirm.one_sided_p(7, 1) == 9 / 256
+    assert confirm.one_sided_p(0, 3) == 1.0
+
+
+def _greedy_flip(folder: Path) -> str:
+    """Make the audit show one greedy loss: the parent now passes a task the candidate
+    fails (rows and summary kept consistent). Returns the task id."""
+    rows_file = folder / "audit-parent" / "rows.json"
+    rows = store.read(rows_file)
+    candidate = store.read(folder / "audit-candidate" / "rows.json")["rows"]
+    index = next(i for i, row in enumerate(candidate) if not row["passed"])
+    rows["rows"][index]["passed"] = True
+    store.write_json(rows_file, rows)
+    summary = store.read(folder / "audit-parent" / "summary.json")
+    summary["passed"] = sum(row["passed"] for row in rows["rows"])
+    store.write_json(folder / "audit-parent" / "summary.json", summary)
+    return rows["rows"][index]["id"]
+
+
+def _confirmation(folder: Path, task_id: str, parent: list[bool], candidate: list[bool]) -> None:
+    (folder / "audit-confirm").mkdir(exist_ok=True)
+    for side, passes in (("parent", parent), ("candidate", candidate)):
+        row = {"id": task_id, "language": "python", "passed": any(passes), "passes": passes}
+        store.write_json(folder / "audit-confirm" / f"{side}.json", {"binding": {}, "rows": [row]})
+
+
+def _with_rule(session: Path, rule: str) -> None:
+    config = session / "config.toml"
+    text = config.read_text()
+    assert text.count('rule = "confirmed"') == 1  # the session's config names every field
+    config.write_text(text.replace('rule = "confirmed"', f'rule = "{rule}"'))
+
+
+@pytest.mark.parametrize(
+    "rule, parent, candidate, accepted",
+    [
+        # One greedy flip, and samples that say the two models are alike: noise.
+        ("confirmed", [True, False] * 4, [False, True] * 4, True),
+        # The same flip under the seed's rule rejects.
+        ("strict", [True, False] * 4, [False, True] * 4, False),
+        # A real regression: the parent solves it every time, the candidate never.
+        ("confirmed", [True] * 8, [False] * 8, False),
+    ],
+)
+def test_the_audit_rule_tells_a_regression_from_a_flip(
+    session: Path, rule: str, parent: list[bool], candidate: list[bool], accepted: bool
+) -> None:
+    folder = session / "round-000001"
+    assert store.read(folder / "gate.json")["promising"]
+    task_id = _greedy_flip(folder)
+    _confirmation(folder, task_id, parent, candidate)
+    _with_rule(session, rule)
+    verdict = decide(open_round(session, 1))
+    assert verdict["accepted"] is accepted, verdict["decision"]
+    audit = verdict["comparisons"]["audit"]
+    assert audit["lost_ids"] == [task_id] and audit["rule"] == rule
+    if not accepted:
+        assert task_id in verdict["decision"]  # a rejection names the task that decided it
+    if rule == "confirmed":
+        [evidence] = audit["confirmation"]["tasks"]
+        assert evidence["id"] == task_id and evidence["pairs"] == 9
+        assert evidence["counted"] is (not accepted)
+
+
+def test_many_small_losses_reject_pooled(session: Path) -> None:
+    """No single flipped task is significant, but all of them together are."""
+    folder = session / "round-000001"
+    r = open_round(session, 1)
+    ids = [f"t{i}" for i in range(6)]
+    (folder / "audit-confirm").mkdir(exist_ok=True)
+    for side, passes in (("parent", [True, True, False]), ("candidate", [False, False, False])):
+        rows = [
+            {"id": i, "language": "python", "passed": any(passes), "passes": passes} for i in ids
+        ]
+        store.write_json(folder / "audit-confirm" / f"{side}.json", {"binding": {}, "rows": rows})
+    evidence = confirm.evidence(r, {"lost_ids": ids, "gained_ids": []})
+    assert evidence["lost_ids"] == []  # 3 of 3 discordant pairs: p = 1/8 each
+    assert evidence["pooled_worse"] and evidence["pooled_parent_only"] == 18

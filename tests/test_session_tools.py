@@ -80,6 +80,21 @@ def test_a_tampered_answer_is_caught(session: Path) -> None:
     assert "VIOLATED" in result.stdout and "collect-rows.json" in result.stdout
 
 
+@pytest.mark.parametrize("edit", ["accepted", "decision"])
+def test_an_edited_decision_is_caught(session: Path, edit: str) -> None:
+    """finish.json is not one of its own hashed inputs: verify recomputes the decision
+    from the round's rows and compares."""
+    assert "decision" not in violated(session)
+    finish_file = session / "round-000001" / "finish.json"
+    finish = store.read(finish_file)
+    if edit == "accepted":
+        finish["accepted"] = not finish["accepted"]
+    else:
+        finish["decision"] = "Candidate accepted after a careful look"
+    store.write_json(finish_file, finish)
+    assert "decision" in violated(session)
+
+
 def test_a_validation_task_planted_in_train_jsonl_is_caught(session: Path) -> None:
     folder = session / "round-000001"
     tasks = store.read(folder / "tasks.json")

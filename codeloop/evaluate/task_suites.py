@@ -1,8 +1,10 @@
 """Task suites: the lists of codeloop tasks that a round's audit and `codeloop eval` score.
 
 - `curriculum-test`: variant 0 of every curriculum family in the test split, in
-  every language: fixed by the seed, the split salt and fractions and the
-  languages, never by how much of a session's pool has been built.
+  every language, from the tiers the session's curriculum sources draw from (all
+  four where none does): fixed by the seed, the split salt and fractions, the tiers
+  and the languages, never by how much of a session's pool has been built. So the
+  audit holds problems at the level the session trains at (cpu-demo: tier 1).
 - `humaneval`, `humaneval-x`: the benchmarks as function tasks (the model writes
   the whole function; the sandbox checks it against the hidden test).
 - `validation`: a session's fixed development set (development.json).
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop import store
-from codeloop.config import HumanEvalSource, HumanEvalXSource, SessionConfig
+from codeloop.config import CurriculumSource, HumanEvalSource, HumanEvalXSource, SessionConfig
 from codeloop.errors import ConfigError
 from codeloop.tasks import curriculum
 from codeloop.tasks.render import stdio_statement
@@ -34,10 +36,17 @@ def suite_tasks(config: SessionConfig, name: str, session: Path | None = None) -
     languages = config.tasks.languages
     if name == "curriculum-test":
         salt, fractions = config.tasks.salt, config.tasks.splits
+        tiers = {
+            tier
+            for source in config.tasks.sources
+            if isinstance(source, CurriculumSource)
+            for tier in source.tiers
+        } or {1, 2, 3, 4}
         return [
             task.with_split("test")
             for family in curriculum.families()
-            if assign_split(f"curriculum/{family.name}", salt, fractions) == "test"
+            if family.tier in tiers
+            and assign_split(f"curriculum/{family.name}", salt, fractions) == "test"
             for task in curriculum.render_problem(family, 0, config.seed, languages).tasks
         ]
     if name in ("humaneval", "humaneval-x"):

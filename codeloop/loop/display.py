@@ -362,10 +362,19 @@ def _audit_lines(folder: Path) -> list[str]:
     finish = result(folder, "finish") or {}
     audit = finish.get("comparisons", {}).get("audit")
     if audit:
-        return [
+        lines = [
             f"audit: parent {audit['before']}/{audit['total']}, candidate "
             f"{audit['after']}/{audit['total']}; gained {audit['gained']}, lost {audit['lost']}"
         ]
+        evidence = audit.get("confirmation")
+        for task in (evidence or {}).get("tasks", []):
+            verdict = "counted" if task["counted"] else "noise, excused"
+            lines.append(
+                f"  {task['flip']} {task['id']}: parent {task['parent_passes']}/{task['pairs']}, "
+                f"candidate {task['candidate_passes']}/{task['pairs']} samples, "
+                f"p={task['p']:.3g} ({verdict})"
+            )
+        return lines
     parent = result(folder, "audit-parent")
     if parent is None:
         return []

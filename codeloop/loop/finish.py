@@ -1,9 +1,14 @@
 """finish: accept or reject the candidate, record why, and keep the session's status.
 
-The rule is the seed's: accept only if the gate was promising, the full audit lost
-no task the retained model solved, and the audit total is not lower. The decision
-records the comparisons, the sha256 of every input file and the limitations. A
-rejected adapter's weights and checkpoints are deleted; its reports stay.
+Accept only if the gate was promising and the audit found no loss. What a loss is
+depends on `audit.rule`: `strict` (the seed's rule, written for a 790-task audit):
+the greedy candidate lost no task the retained model solved and the audit total is
+not lower; `confirmed` (the default): each flipped task is sampled again on both
+sides and counts only when the candidate is significantly worse there, or pooled
+over all flips (`confirm.py`). The decision records the comparisons, the evidence
+for every flipped task, the sha256 of every input file and the limitations. It is
+recomputed from the saved rows alone (`decide`), so `codeloop verify` can check it.
+A rejected adapter's weights and checkpoints are deleted; its reports stay.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from typing import Any
 from codeloop import store
 from codeloop.errors import IntegrityError
 from codeloop.evaluate.compare import compare
-from codeloop.loop.audit import due
+from codeloop.loop import confirm
+from codeloop.loop.audit import audit_tasks, due
 from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, failpoint, status
 
@@ -84,7 +90,39 @@ def _audit(r: Round, phase: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return summary, rows
 
 
+def _audit_comparison(r: Round) -> dict[str, Any]:
+    """The greedy audit's paired comparison, refused when its conditions differ."""
+    (parent, parent_rows), (candidate, candidate_rows) = (
+        _audit(r, "audit-parent"),
+        _audit(r, "audit-candidate"),
+    )
+    differing = [
+        key for key in _BINDING_KEYS if parent["binding"].get(key) != candidate["binding"].get(key)
+    ]
+    if differing:
+        raise IntegrityError(
+            f"{r.folder}: audit conditions differ between parent and candidate "
+            f"({', '.join(differing)}); the audits cannot be compared"
+        )
+    return compare(parent_rows, candidate_rows)
+
+
+def confirm_flips(r: Round) -> None:
+    """Under the `confirmed` rule, sample both sides on every task the audit flipped
+    (before `decide`, which reads the samples only)."""
+    gate = r.result("gate")
+    if r.config.audit.rule != "confirmed" or gate.get("skipped") or not due(r):
+        return
+    greedy = _audit_comparison(r)
+    if not greedy["lost_ids"]:
+        return  # no greedy loss: nothing to confirm
+    flipped = {*greedy["lost_ids"], *greedy["gained_ids"]}
+    tasks = [task for task in audit_tasks(r) if task.id in flipped]
+    confirm.sample(r, tasks, {"parent": r.parent_path, "candidate": str(r.candidate_adapter)})
+
+
 def decide(r: Round) -> dict[str, Any]:
+    """The round's decision, from its saved files alone (no model, no sandbox)."""
     gate = r.result("gate")
     comparisons: dict[str, Any] = {}
     accepted = False
@@ -104,30 +142,19 @@ def decide(r: Round) -> dict[str, Any]:
             if k in gate
         }
         if due(r):
-            (parent, parent_rows), (candidate, candidate_rows) = (
-                _audit(r, "audit-parent"),
-                _audit(r, "audit-candidate"),
-            )
-            differing = [
-                key
-                for key in _BINDING_KEYS
-                if parent["binding"].get(key) != candidate["binding"].get(key)
-            ]
-            if differing:
-                raise IntegrityError(
-                    f"{r.folder}: audit conditions differ between parent and candidate "
-                    f"({', '.join(differing)}); the audits cannot be compared"
-                )
-            audit = compare(parent_rows, candidate_rows)
+            audit = _audit_comparison(r)
             sizes = audit_sizes(r)
             audit["suites"] = sizes
             audit["smoke"] = any(entry["used"] < entry["declared"] for entry in sizes)
+            audit["rule"] = r.config.audit.rule
+            if r.config.audit.rule == "strict":
+                clean = audit["lost"] == 0 and audit["after"] >= audit["before"]
+            else:
+                evidence = confirm.evidence(r, audit)
+                audit["confirmation"] = evidence
+                clean = not evidence["lost_ids"] and not evidence["pooled_worse"]
             comparisons["audit"] = audit
-            accepted = (
-                bool(gate["promising"])
-                and audit["lost"] == 0
-                and (audit["after"] >= audit["before"])
-            )
+            accepted = bool(gate["promising"]) and clean
     if accepted:
         decision = "Candidate accepted after validation and full audit"
     elif gate.get("skipped"):
@@ -137,6 +164,8 @@ def decide(r: Round) -> dict[str, Any]:
     else:
         decision = "Candidate rejected by the full audit; retained model unchanged"
     audit = comparisons.get("audit")
+    if audit and not accepted and gate.get("promising"):
+        decision += f": {_audit_reasons(audit)}"
     if audit and audit["smoke"]:
         used = sum(entry["used"] for entry in audit["suites"])
         declared = sum(entry["declared"] for entry in audit["suites"])
@@ -144,7 +173,30 @@ def decide(r: Round) -> dict[str, Any]:
     return {"accepted": accepted, "decision": decision, "comparisons": comparisons}
 
 
+def _audit_reasons(audit: dict[str, Any]) -> str:
+    """Which audit tasks decided a rejection, with their evidence."""
+    evidence = audit.get("confirmation")
+    if evidence is None:
+        lost = ", ".join(audit["lost_ids"]) or "none"
+        total = f"{audit['before']} -> {audit['after']}"
+        return f"lost {audit['lost']} task(s) at greedy ({lost}), total {total}"
+    parts = [
+        f"{t['id']} confirmed lost (parent {t['parent_passes']}/{t['pairs']}, candidate "
+        f"{t['candidate_passes']}/{t['pairs']}, p={t['p']:.3g})"
+        for t in evidence["tasks"]
+        if t["counted"] and t["flip"] == "lost"
+    ]
+    if evidence["pooled_worse"]:
+        parts.append(
+            f"pooled over {len(evidence['tasks'])} flipped task(s) the candidate is worse "
+            f"({evidence['pooled_parent_only']} vs {evidence['pooled_candidate_only']} "
+            f"discordant samples, p={evidence['pooled_p']:.3g})"
+        )
+    return "; ".join(parts)
+
+
 def run(r: Round, resume: bool) -> dict[str, Any]:
+    confirm_flips(r)
     verdict = decide(r)
     parent = r.parent
     adapter = r.candidate_adapter

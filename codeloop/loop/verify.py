@@ -18,6 +18,9 @@ Checks, per round where the phase finished:
   train       the adapter's sha256 is train.json's (weights kept exactly when accepted)
   audit-*     summary.json is what the audit hashed
   finish      every input finish.json lists still has its recorded sha256
+  decision    the decision recomputed from the round's saved rows (`finish.decide`:
+              gate, audits, confirmation samples) is finish.json's: accepted or not,
+              its text and its comparisons
 and for the session: status.json's retained adapter is the last accepted round's.
 With `recheck`, every training row's program runs again in the sandbox against its
 task's hidden tests and must pass.
@@ -195,6 +198,7 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
                 not changed,
                 f"{len(changed)} input(s) changed since finish, e.g. {changed[:1]}",
             )
+            _check_decision(checks, session.root, number, finish)
             if finish.get("accepted"):
                 accepted.append(number)
     status = _read(session.status)
@@ -210,6 +214,26 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
     if recheck and rows_to_recheck:
         _recheck(checks, session.root, rows_to_recheck)
     return checks.findings
+
+
+def _check_decision(checks: _Checks, root: Path, number: int, finish: dict[str, Any]) -> None:
+    """finish.json's decision is the one its round's files give now."""
+    from codeloop.loop.finish import decide
+    from codeloop.loop.phases import open_round
+
+    try:
+        recomputed = decide(open_round(root, number))
+    except (CodeloopError, KeyError, OSError, ValueError) as error:
+        checks.add(number, "decision", False, f"cannot recompute the decision: {error}")
+        return
+    differing = [key for key, value in recomputed.items() if finish.get(key) != value]
+    checks.add(
+        number,
+        "decision",
+        not differing,
+        f"finish.json's {', '.join(differing)} differ(s) from the decision its files give "
+        f"({recomputed['decision']!r})",
+    )
 
 
 def _check_export(
