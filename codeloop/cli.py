@@ -25,6 +25,7 @@ from codeloop.loop import cli as loop_cli
 from codeloop.sandbox import cli as sandbox_cli
 from codeloop.tasks.cli import app as data_app
 from codeloop.train.cli import train as train_command
+from codeloop.train.determinism import use_reproducible_math
 
 app = typer.Typer(
     name="codeloop",
@@ -114,6 +115,7 @@ def config_presets() -> None:
 
 def main() -> None:
     """Entry point of the console script; turns `CodeloopError` into a message and exit code."""
+    use_reproducible_math()  # before any command loads torch (train, engines)
     try:
         app()
     except CodeloopError as error:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +113,35 @@ def test_assignment_is_validated() -> None:
     loaded = config.load_preset("cpu-demo")
     with pytest.raises(ValueError):
         loaded.round.samples = -1
+
+
+def test_importing_codeloop_leaves_the_environment_untouched() -> None:
+    """A user's TRL script imports `codeloop.reward`: nothing in its process changes.
+    The training entry points set MKL's settings themselves (`use_reproducible_math`)."""
+    probe = (
+        "import json, os, sys\n"
+        "before = dict(os.environ)\n"
+        "import codeloop, codeloop.cli, codeloop.reward, codeloop.grpo, codeloop.loop.phases\n"
+        "from codeloop.train import trainer\n"
+        "changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))\n"
+        "print(json.dumps({'changed': changed, 'torch': 'torch' in sys.modules}))\n"
+    )
+    clean = {
+        k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "MKL_DYNAMIC", "OMP_DYNAMIC")
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=clean, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found == {"changed": [], "torch": False}, found
+    # ...and the training entry points do set them, where the user has not.
+    setter = (
+        "import os\nfrom codeloop.train.determinism import use_reproducible_math\n"
+        "use_reproducible_math()\n"
+        "print(os.environ['MKL_DYNAMIC'], os.environ['OMP_DYNAMIC'], bool(os.environ['MKL_CBWR']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", setter], capture_output=True, text=True, env=clean, timeout=120
+    )
+    assert result.stdout.split() == ["FALSE", "FALSE", "True"], result.stderr

@@ -32,6 +32,7 @@ from codeloop.engines.base import adapter_sha256
 from codeloop.errors import ConfigError, IntegrityError
 from codeloop.train import checkpoints, schedule
 from codeloop.train.dataset import Dataset, check_counts, load_dataset
+from codeloop.train.determinism import use_reproducible_math
 from codeloop.train.encode import Encoded, encode_rows
 from codeloop.train.model import ModelSource, resolve_dtype, resolve_model
 
@@ -156,6 +157,7 @@ def prepare(request: TrainRequest, dataset: Dataset) -> tuple[Any, Encoded]:
 
 def run(request: TrainRequest) -> TrainOutcome:
     """Train (or resume, or recognise as done) one adapter; see the module docstring."""
+    use_reproducible_math()  # effective where torch is not loaded yet (a fresh process)
     try:
         return _run(request)
     finally:
