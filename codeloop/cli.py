@@ -1,9 +1,7 @@
 """The `codeloop` command.
 
 Errors the user can act on (`CodeloopError`) are printed as one plain message and
-exit 1 (2 for commands not built yet); `--debug` shows the traceback too. Each
-subcommand of DESIGN.md exists from day one; those whose issue is still open say
-so and exit 2 instead of pretending to work.
+a non-zero exit code; `--debug` shows the traceback too.
 """
 
 from __future__ import annotations

@@ -225,7 +225,7 @@ def batch_name(number: int) -> str:
 
 
 class SessionPaths:
-    """Where every file of a session lives (see DESIGN.md, 'Session folder')."""
+    """Where every file of a session lives (docs/ARCHITECTURE.md)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

@@ -84,8 +84,7 @@ CACHE_MIB = 12
 q8_0 cells, so about 1,000 tokens: the system turn and worked example, about 2 MiB, of
 the languages asked most recently, and the newest prompts). 32 MiB held all eight
 languages' (about 10% faster on bench/engines.py's prompts, in a comparison by hand) for
-about 20 MiB more peak RSS: the goal of a quarter of the hf engine's memory decided
-(issue 14)."""
+about 20 MiB more peak RSS: the goal of a quarter of the hf engine's memory decided."""
 KV_TYPE = "q8_0"
 """How the context stores keys and values (with flash attention; see the module notes).
 "f16" is the previous setting (float16 cells, flash attention off), kept for

@@ -1,1 +1,1 @@
-"""The round: ten resumable phases and the launcher that runs them (see DESIGN.md)."""
+"""The round: ten resumable phases and the launcher that runs them (docs/ARCHITECTURE.md)."""

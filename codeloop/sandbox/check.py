@@ -144,7 +144,7 @@ class Check(BaseModel):
         return self.status == "passed"
 
     def summary(self) -> dict:
-        """The batch-output contract of DESIGN.md."""
+        """One line of `codeloop check --batch`'s output (docs/ARCHITECTURE.md)."""
         return {
             "status": self.status,
             "passed": self.passed,

@@ -1,4 +1,4 @@
-"""Tasks: the schema, sources, pool batches and family-disjoint splits (issue 4).
+"""Tasks: the schema, sources, pool batches and family-disjoint splits.
 
 Layout: `schema` (Task, Case, Problem), `curriculum/` (the built-in families),
 `sources/` (humaneval, humaneval-x, hf, jsonl adapters behind one interface),

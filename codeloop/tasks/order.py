@@ -24,9 +24,9 @@ def balanced_order(
 ) -> list[Task]:
     """Round-robin across languages, and within a language across families.
 
-    Deterministic and independent of the input order: languages go in DESIGN.md's
-    order (others after, sorted), families within a language in a stable hashed
-    order, tasks within a family by id. Returns the first `n` (all when None) of
+    Deterministic and independent of the input order: languages go in the canonical
+    order of `config.LANGUAGES` (others after, sorted), families within a language in
+    a stable hashed order, tasks within a family by id. Returns the first `n` (all when None) of
     the tasks whose id is not in `exclude`.
 
     `exclude` is how successive rounds draw from one pool: the order is that of the

@@ -102,7 +102,7 @@ def task_id(**content: Any) -> str:
 
 
 class Task(Model):
-    """One problem in one language; see DESIGN.md, 'Task'.
+    """One problem in one language (docs/ARCHITECTURE.md describes the fields).
 
     `split` is None until the pool assigns it from the family (see `splits.py`).
     `references` are solutions the pool runs to prove the tests are right; they
@@ -260,5 +260,5 @@ class Problem:
 
 
 def language_names() -> tuple[str, ...]:
-    """The language names of DESIGN.md, in their canonical order."""
+    """The language names codeloop knows, in their canonical order."""
     return LANGUAGES

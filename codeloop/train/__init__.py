@@ -1,4 +1,4 @@
-"""LoRA fine-tuning on verified rows (issue 6): validate, encode, train, resume, pause.
+"""LoRA fine-tuning on verified rows: validate, encode, train, resume, pause.
 
 Light parts (dataset checks, encoding, scheduling) import nothing heavy; the
 training itself (`codeloop.train.trainer.run`) imports torch and TRL when called.

@@ -1,6 +1,6 @@
 """Finding and loading the base model offline: the bundled GGUF, a GGUF file, or a folder.
 
-Training must never reach the network at run time (DESIGN.md): a hub id is
+Training must never reach the network at run time: a hub id is
 accepted only when it is already in the local Hugging Face cache. A GGUF file is
 trained through `codeloop.models.hf_folder`, the same once-converted, dequantized
 Hugging Face folder the inference engines load, so LoRA trains on the weights
