@@ -480,3 +480,32 @@ def test_a_killed_run_leaves_nothing_when_its_check_returns(cgroups: str) -> Non
     found = json.loads(probe.stdout.strip().splitlines()[-1])
     assert [status for status, _ in found] == ["output_limit", "timeout"] * 3
     assert [left for _, left in found] == [[]] * 6
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="run uids are only set when the harness is root")
+def test_a_process_left_under_a_slots_uid_is_ended_when_a_worker_takes_the_slot() -> None:
+    """A worker that died (killed, OOM) can leave a process under its uid; the next
+    worker taking that slot must not share a uid with it (RLIMIT_NPROC, signals)."""
+    slot = harness.RUN_UID_SLOTS - 1
+    uid = harness.RUN_UID_BASE + slot
+    leftover = subprocess.Popen(
+        ["sleep", "60"], preexec_fn=lambda: (os.setgid(uid), os.setuid(uid))
+    )
+    try:
+        assert harness.uid_processes(uid) == [leftover.pid]
+        harness._end_leftovers(slot)
+        assert leftover.wait(timeout=10) == -9
+        assert harness.uid_processes(uid) == []
+    finally:
+        leftover.kill()
+        leftover.wait()
+
+
+def test_a_slot_is_cleaned_when_taken_not_when_asked_again(tmp_path: Path) -> None:
+    from codeloop.sandbox.cache import claim_slot
+
+    taken: list[int] = []
+    key = 1 << 20  # a key no worker of this process uses
+    first = claim_slot(key, harness.RUN_UID_SLOTS, taken.append)
+    again = claim_slot(key, harness.RUN_UID_SLOTS, taken.append)
+    assert first == again and taken == [first]

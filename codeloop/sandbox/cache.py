@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from codeloop.store import sha256_bytes, sha256_json
@@ -121,22 +121,27 @@ def locked(name: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+SLOT_LOCKS = Path("/run/codeloop/uid-slots")
+"""Where root's processes lock their uid slots: one folder for the whole machine, whatever
+cache root (`CODELOOP_CACHE`) each process uses, so two never take the same uid."""
 _claimed: dict[int, tuple[int, object]] = {}
 """worker -> (slot, its open lock file), held by this process until it exits."""
 
 
-def claim_slot(worker: int, slots: int) -> int:
+def claim_slot(worker: int, slots: int, on_claim: Callable[[int], None] | None = None) -> int:
     """A slot number no other live process holds, kept until this process exits.
 
     Sandboxed programs run as RUN_UID_BASE + slot: two codeloop processes on one
     machine (two sessions, a session and `codeloop eval`) never share a run uid, so
     one's programs cannot signal, ptrace or wait on the other's, and clean-up by uid
     never touches the other's processes. The kernel drops an flock when its holder
-    dies, so a crashed process frees its slot.
+    dies, so a crashed process frees its slot. `on_claim(slot)` runs when this process
+    takes a slot (not when it asks again): whatever still runs under the slot's uid
+    then is a leftover of a process that died, which no check may share a uid with.
     """
     if worker in _claimed:
         return _claimed[worker][0]
-    folder = cache_root() / "uid-slots"
+    folder = SLOT_LOCKS if os.geteuid() == 0 else cache_root() / "uid-slots"
     folder.mkdir(parents=True, exist_ok=True)
     for slot in range(slots):
         handle = open(folder / f"{slot}.lock", "w")  # noqa: SIM115 - held for life
@@ -146,6 +151,8 @@ def claim_slot(worker: int, slots: int) -> int:
             handle.close()
             continue
         _claimed[worker] = (slot, handle)
+        if on_claim is not None:
+            on_claim(slot)
         return slot
     raise RuntimeError(f"all {slots} sandbox uid slots are taken by other processes")
 

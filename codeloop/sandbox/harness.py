@@ -142,18 +142,56 @@ def make_backend(name: str, worker: int) -> Backend:
     if name not in ("bwrap", "process"):
         raise ValueError(f"unknown sandbox backend {name!r}; choose bwrap or process")
     root = os.geteuid() == 0
-    slot = claim_slot(worker, RUN_UID_SLOTS) if root else worker
+
+    def uid(key: int) -> int | None:
+        if not root:
+            return None
+        return RUN_UID_BASE + claim_slot(key, RUN_UID_SLOTS, _end_leftovers)
+
+    run_uid = uid(worker)
+    slot = worker if run_uid is None else run_uid - RUN_UID_BASE
     cpus = sorted(os.sched_getaffinity(0))
     return Backend(
         name=name,
         cgroups=CgroupManager(f"w{os.getpid()}-{worker}"),
-        run_uid=RUN_UID_BASE + slot if root else None,
-        partner_uid=RUN_UID_BASE + claim_slot(_PARTNER + worker, RUN_UID_SLOTS) if root else None,
-        zygote_uid=RUN_UID_BASE + claim_slot(_ZYGOTE + worker, RUN_UID_SLOTS) if root else None,
+        run_uid=run_uid,
+        partner_uid=uid(_PARTNER + worker),
+        zygote_uid=uid(_ZYGOTE + worker),
         compile_uid=COMPILE_UID if root else None,
         # Slots differ between processes too, so two sessions' workers spread out.
         cpu=cpus[slot % len(cpus)] if len(cpus) > 1 else None,
     )
+
+
+def uid_processes(uid: int) -> list[int]:
+    """The pids of the processes whose real uid is `uid`, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry))
+                        break
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _end_leftovers(slot: int, settle_s: float = 2.0) -> None:
+    """Kill what still runs under a slot's uid when a worker takes the slot: a process
+    left by a worker that died (no live codeloop process holds the slot), which would
+    otherwise count against this worker's RLIMIT_NPROC and share a uid with its checks."""
+    uid = RUN_UID_BASE + slot
+    deadline = time.monotonic() + settle_s
+    while (left := uid_processes(uid)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
 
 
 RUN_CPU_QUOTA = 1.0
