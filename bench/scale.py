@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -52,7 +53,16 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=8)
     args = parser.parse_args()
     ray_cli = str(Path(sys.executable).with_name("ray"))
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # Token auth and loopback only, as the README's commands (see sandbox/cluster.py); the
+    # driver (this process) needs the same settings to connect.
+    cluster_env = {
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    }
+    os.environ.update(cluster_env)
+    env = {**os.environ, **cluster_env}
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -92,7 +102,8 @@ def main() -> None:
         import ray
 
         ray.shutdown()
-        subprocess.run([ray_cli, "stop", "--force"], capture_output=True, env=env)
+        # Only this bench's cluster: its temp folder's processes (not every Ray on the machine).
+        subprocess.run(["pkill", "-f", temp], capture_output=True)
     same = len({tuple(v) for v in statuses.values()}) == 1
     lines = [
         f"{args.programs} programs (Python and C, new source each run: compiled), 3 stdio cases "
