@@ -13,8 +13,10 @@ local pool with as many workers. Verdicts must be identical everywhere. On one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -47,6 +49,22 @@ def batch(count: int) -> list[CheckRequest]:
     ]
 
 
+def stop_cluster(temp: str) -> None:
+    """Kill the processes whose command line names this bench's Ray temp folder, and the
+    processes they started (Ray's agents rename themselves "ray::...")."""
+    found = set()
+    for _round in range(2):
+        out = subprocess.run(["pgrep", "-f", temp], capture_output=True, text=True).stdout
+        found |= {int(pid) for pid in out.split()}
+        for pid in list(found):
+            children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+            found |= {int(child) for child in children.stdout.split()}
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", type=int, default=48)
@@ -68,6 +86,7 @@ def main() -> None:
         port = sock.getsockname()[1]
     temp = tempfile.mkdtemp(prefix="codeloop-ray-")
     started = time.perf_counter()
+    # Stopped at the end by `stop_cluster` (`ray stop` would stop every Ray on the machine).
     subprocess.run(
         [
             ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
@@ -102,8 +121,7 @@ def main() -> None:
         import ray
 
         ray.shutdown()
-        # Only this bench's cluster: its temp folder's processes (not every Ray on the machine).
-        subprocess.run(["pkill", "-f", temp], capture_output=True)
+        stop_cluster(temp)
     same = len({tuple(v) for v in statuses.values()}) == 1
     lines = [
         f"{args.programs} programs (Python and C, new source each run: compiled), 3 stdio cases "
