@@ -1,7 +1,9 @@
-"""Held-out stdio problems that are not in the curriculum, for bench/learning.py.
+"""A development set of 12 stdio problems outside the curriculum, for bench/learning.py.
 
-The loop must generalise, not learn the curriculum's wording: these problems are
-phrased in their own words and are no curriculum family. Expected outputs come from
+Not held out any more: bench/train_prompt.py chose settings on some of them, and 7 of
+the 12 are one-parameter variants of curriculum families or of the worked example
+(decrement is add-constant with k=-1, seconds is times-constant, ...). The clean
+held-out test is bench/holdout.py. These problems are phrased in their own words. Expected outputs come from
 the small Python references below, run here (they are our code, not the model's);
 the model's programs run only in the sandbox.
 """

@@ -8,13 +8,19 @@ round that trained but was rejected still shows what its training did), and the
 model the session retains after the round, on:
   - the fixed development set (development.json: dev families, never trained on);
   - held-out problems that are no curriculum family (bench/heldout.py), in every
-    language of the preset, so a gain cannot come from the curriculum's wording.
+    language of the preset, so a gain cannot come from the curriculum's wording;
+  - the clean held-out test (bench/holdout.py: 64 frozen problems, in every language
+    of the preset), never used for tuning or selection: bench/heldout.py was used
+    for tuning and is a dev set now. It is measured on the base and the retained
+    models only (never on a candidate): pass@1, the number of distinct problems
+    solved (in at least one language), and the retained model's gain over the base
+    model with its paired bootstrap interval over problems.
 Scores are cached by adapter sha256 (an accepted candidate is not measured twice).
-Per round it appends to bench/RESULTS.md: held-out pass@1 (both sets) of candidate
-and retained model, audit pass@1 when the audit ran, rows exported per language,
-train loss first -> last, the decision, and wall time per phase; each entry
-states the retained model's gain over the base model in points, pooled and per
-language.
+Per round it appends to bench/RESULTS.md: held-out pass@1 of candidate and retained
+model (the clean held-out test: retained model only), audit pass@1 when the audit
+ran, rows exported per language, train loss first -> last, the decision, and wall
+time per phase; each entry states the retained model's gain over the base model in
+points, pooled and per language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
                                        [--engine llamacpp]
@@ -35,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import heldout
+import holdout
 from results import record
 
 from codeloop import recipe, store
@@ -87,8 +94,13 @@ def verdicts(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> 
 
 def evaluate(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> Score:
     """Greedy pass@1 of the model with `adapter` on `tasks`, per language."""
+    return tally(tasks, verdicts(config, adapter, tasks))
+
+
+def tally(tasks: list[Task], passed_each: list[bool]) -> Score:
+    """Tasks passed and tasks, per language."""
     score: Score = {}
-    for task, passed in zip(tasks, verdicts(config, adapter, tasks), strict=True):
+    for task, passed in zip(tasks, passed_each, strict=True):
         cell = score.setdefault(task.language, [0, 0])
         cell[0] += int(passed)
         cell[1] += 1
@@ -145,6 +157,8 @@ def main() -> None:
     languages = list(config.tasks.languages)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     measured: dict[str | None, tuple[Score, Score]] = {}
+    clean_tasks = holdout.tasks(languages)  # raises if the frozen set was edited
+    clean_measured: dict[str | None, list[bool]] = {}
 
     def measure(adapter: Path | None) -> tuple[Score, Score]:
         key = adapter_sha256(adapter) if adapter else None
@@ -153,6 +167,20 @@ def main() -> None:
             held = heldout.tasks(languages)
             measured[key] = (evaluate(config, adapter, fixed), evaluate(config, adapter, held))
         return measured[key]
+
+    def measure_clean(adapter: Path | None) -> list[bool]:
+        """Clean held-out verdicts: of the base and the retained models only, never of a
+        candidate, so that no decision can lean on them."""
+        key = adapter_sha256(adapter) if adapter else None
+        if key not in clean_measured:
+            clean_measured[key] = verdicts(config, adapter, clean_tasks)
+        return clean_measured[key]
+
+    def clean(passed: list[bool]) -> str:
+        """Clean held-out pass@1 and distinct problems solved."""
+        score = tally(clean_tasks, passed)
+        solved = holdout.distinct_solved(clean_tasks, passed)
+        return f"{pooled(score):.1f}%, {solved} of {len(holdout.PROBLEMS)} problems solved"
 
     held_total = len(heldout.tasks(languages))
     for number in range(1, args.rounds + 1):
@@ -169,6 +197,7 @@ def main() -> None:
         measuring = time.time()
         if number == 1:
             base = measure(None)
+            base_clean = measure_clean(None)
         weights = folder / "adapter" / "adapter_model.safetensors"
         candidate = measure(folder / "adapter") if weights.exists() else None
         evaluated = time.time()
@@ -176,6 +205,12 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "codeloop", *rest], check=True, env=env)
         retained = store.read(paths.status).get("retained_adapter")
         dev_score, held_score = measure(session / retained if retained else None)
+        clean_passed = measure_clean(session / retained if retained else None)
+        gain = holdout.paired_interval(base_clean, clean_passed)
+        interval = (
+            f"{gain['level']:.0%} paired bootstrap interval over problems "
+            f"[{gain['low']:+.1f}, {gain['high']:+.1f}]"
+        )
         exported = store.read(folder / "export.json")
         finish = store.read(folder / "finish.json")
         training = store.read(folder / "adapter" / "training.json", None)
@@ -197,6 +232,10 @@ def main() -> None:
             f"- retained model, held-out pass@1, non-curriculum problems ({held_total} tasks): "
             f"{pooled(held_score):.1f}% (base {pooled(base[1]):.1f}%); "
             f"{cells(held_score, languages)}",
+            f"- retained model, clean held-out test pass@1 (bench/holdout.py, "
+            f"{len(clean_tasks)} tasks, never used for tuning or selection): "
+            f"{clean(clean_passed)} (base {clean(base_clean)}); gain {gain['difference']:+.1f} "
+            f"points, {interval}; {cells(tally(clean_tasks, clean_passed), languages)}",
             "- this round's candidate, held-out pass@1: "
             + (
                 f"fixed development set {pooled(candidate[0]):.1f}% "
@@ -228,7 +267,8 @@ def main() -> None:
             f"Held-out gain over the base model after {number} rounds: "
             f"{gain_dev:+.1f} points on the fixed development set, "
             f"{gain_held:+.1f} points on the non-curriculum problems "
-            f"(per language, points: {per_language}).",
+            f"(per language, points: {per_language}), "
+            f"{gain['difference']:+.1f} points on the clean held-out test ({interval}).",
         ]
         record(
             f"Learning on {args.preset}, round {number} of {args.rounds} (bench/learning.py)", lines
