@@ -23,7 +23,7 @@ time per phase; each entry states the retained model's gain over the base model 
 points, pooled and per language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
-                                       [--engine llamacpp]
+                                       [--engine llamacpp] [--seed N]
 
 `--engine` runs the preset with another engine kind (its other engine settings kept),
 for the loop and for this script's own evaluations alike.
@@ -45,7 +45,7 @@ import holdout
 from results import record
 
 from codeloop import recipe, store
-from codeloop.config import SessionConfig, load, load_preset, with_values
+from codeloop.config import SessionConfig, load, load_preset, validate, with_values
 from codeloop.engines import create
 from codeloop.engines.base import adapter_sha256
 from codeloop.loop.common import PHASES
@@ -144,6 +144,7 @@ def main() -> None:
     parser.add_argument("--preset", default="cpu-demo")
     parser.add_argument("--session", type=Path, default=None)
     parser.add_argument("--engine", choices=["hf", "llamacpp"], help="override engine.kind")
+    parser.add_argument("--seed", type=int, default=None, help="override the preset's root seed")
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
@@ -152,6 +153,9 @@ def main() -> None:
     preset = load_preset(args.preset)
     if args.engine:
         preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
+    if args.seed is not None:
+        data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
+        preset = validate({**data, "seed": args.seed}, "--seed")
     paths = open_session(session, preset)
     config = load(paths.config)
     languages = list(config.tasks.languages)
@@ -222,6 +226,7 @@ def main() -> None:
         audit = store.read(folder / "audit-candidate" / "summary.json", None)
         lines = [
             f"session {session.name}, preset {args.preset}, engine {config.engine.kind}, "
+            f"seed {config.seed}, "
             f"round {number}: "
             f"**{finish['decision']}**",
             "",
