@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# tests/chaos.py: the machinery the chaos test uses
+# tests/support/chaos.py: the machinery the chaos test uses
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from results import record
@@ -37,7 +37,7 @@ from codeloop.config import load_preset
 from codeloop.loop.collect import CALL_LOG_ENV
 from codeloop.loop.common import FAILPOINTS_ENV, PHASES
 from codeloop.loop.launcher import open_session
-from tests.chaos import Chaos, artifacts, asked_again, run
+from tests.support.chaos import Chaos, artifacts, asked_again, run
 
 FAILPOINTS = ("finish-after-weights", "finish-after-status")
 

@@ -71,12 +71,13 @@ except ImportError:
 from codeloop import recipe, store
 from codeloop.config import SessionConfig, dumps, load, load_preset, validate
 from codeloop.engines.base import adapter_sha256
-from codeloop.evaluate.tasks import program_of
+from codeloop.evaluate.scoring import program_of
 from codeloop.loop import finish
 from codeloop.loop.answer_cache import AnswerCache
 from codeloop.loop.audit import audit_tasks
 from codeloop.loop.collect import normalised
 from codeloop.loop.common import Round
+from codeloop.loop.export import write_dataset
 from codeloop.loop.launcher import open_session
 from codeloop.tasks.schema import Task
 
@@ -327,25 +328,11 @@ def verified_rows(shared: Round) -> list[dict[str, Any]]:
 
 def write_export(r: Round, rows: list[dict[str, Any]], what: str) -> None:
     """train.jsonl, its manifest and export.json in the export phase's format."""
-    data = r.path("train.jsonl")
-    store.write_text(data, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-    languages = {
-        lang: sum(row["language"] == lang for row in rows) for lang in r.config.tasks.languages
-    }
-    digest = store.sha256_file(data)
-    store.write_json(
-        r.path("train.jsonl.manifest.json"),
-        {
-            "split": "train",
-            "verification": "local_execution",
-            "rows": len(rows),
-            "languages": languages,
-            "dataset_sha256": digest,
-            "per_language": max(languages.values(), default=0),
-            "dropped_too_long": 0,
-            "scope": f"bench/decisions.py: {what}",
-        },
+    per_language = max(
+        (sum(row["language"] == lang for row in rows) for lang in r.config.tasks.languages),
+        default=0,
     )
+    languages, digest = write_dataset(r, rows, per_language, 0, f"bench/decisions.py: {what}")
     store.write_json(
         r.path("export.json"),
         {

@@ -26,7 +26,7 @@ from results import record
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
-from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.evaluate.humaneval import humaneval_x_job
 from codeloop.sandbox import CheckRequest, check_many
 
 ROOT = Path(__file__).resolve().parent.parent

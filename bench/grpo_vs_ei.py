@@ -2,7 +2,7 @@
 
 Expert iteration is round 1 of a cpu-demo session that bench/learning.py made: the
 round's train tasks, a greedy answer and the seeded samples of each, and the
-verified ones trained on (its candidate adapter). GRPO (`codeloop.grpo`: TRL's
+verified ones trained on (its candidate adapter). GRPO (`codeloop.reward.grpo`: TRL's
 GRPOTrainer rewarded by the sandbox) gets the same number of sampled completions
 from the same base model: steps = completions / (prompts_per_step * num_generations),
 with the preset's LoRA shape and learning rate. The base model and both adapters are
@@ -32,10 +32,11 @@ import heldout
 from learning import cells, evaluate, pooled
 from results import record
 
-from codeloop import grpo, store
+from codeloop import store
 from codeloop.config import load
 from codeloop.loop.common import PHASES
 from codeloop.models import hf_folder, resolve
+from codeloop.reward import grpo
 from codeloop.tasks.schema import Task
 
 

@@ -43,7 +43,7 @@ from results import record  # bench/results.py (scripts run from bench/)
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import canonical_samples, evaluate, load_humaneval
-from codeloop.evaluate.suites import humaneval_job
+from codeloop.evaluate.humaneval import humaneval_job
 from codeloop.sandbox import CheckRequest, check_many, describe, harness
 from codeloop.sandbox.check import Sandbox
 from codeloop.sandbox.pool import get_pool

@@ -26,8 +26,8 @@ from results import record
 from codeloop.config import SandboxConfig
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import HUMANEVAL_X_FILES, language_of
-from codeloop.evaluate.tasks import request
 from codeloop.sandbox import check_many
+from codeloop.tasks.checks import request
 from codeloop.tasks.schema import Provenance
 from codeloop.tasks.sources.humaneval_x import problem_of
 from codeloop.tasks.trivial import trivial_programs

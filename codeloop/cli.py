@@ -18,8 +18,8 @@ from codeloop import __version__
 from codeloop import config as session_config
 from codeloop.errors import CodeloopError
 from codeloop.evaluate.cli import eval_command
-from codeloop.grpo import grpo_command
 from codeloop.loop import cli as loop_cli
+from codeloop.reward.grpo import grpo_command
 from codeloop.sandbox import cli as sandbox_cli
 from codeloop.tasks.cli import app as data_app
 from codeloop.train.cli import train as train_command
@@ -36,10 +36,10 @@ config_app = typer.Typer(help="Show, check and document session configs.", no_ar
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
 app.command("run")(loop_cli.run)
-app.command("phase")(loop_cli.phase)
+app.command("phase", hidden=True)(loop_cli.phase)  # the launcher's; bench scripts call it
 app.command("status")(loop_cli.show_status)
-app.command("verify")(loop_cli.verify)
-app.command("export-dataset")(loop_cli.export_dataset)
+app.command("verify", cls=loop_cli.SessionCommand)(loop_cli.verify)
+app.command("export-dataset", cls=loop_cli.SessionCommand)(loop_cli.export_dataset)
 app.command("report")(loop_cli.report)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)

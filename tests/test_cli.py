@@ -11,7 +11,6 @@ from codeloop import __version__, config
 
 DESIGN_COMMANDS = [
     "run",
-    "phase",
     "status",
     "report",
     "verify",
@@ -45,6 +44,37 @@ def test_help_lists_every_design_command() -> None:
     assert result.returncode == 0
     listed = set(re.findall(r"│ ([a-z-]+) ", result.stdout))
     assert set(DESIGN_COMMANDS) <= listed
+    assert "phase" not in listed  # internal: the launcher runs it
+
+
+def test_the_hidden_phase_command_still_runs() -> None:
+    result = codeloop("phase", "--help")
+    assert result.returncode == 0, result.stderr
+    assert all(flag in result.stdout for flag in ("--session", "--round", "--phase"))
+
+
+def test_every_session_command_takes_session_as_an_option() -> None:
+    for command in ("run", "status", "verify", "export-dataset", "report"):
+        result = codeloop(command, "--help")
+        assert result.returncode == 0, (command, result.stderr)
+        assert "--session" in result.stdout, command
+    for command in ("verify", "export-dataset"):  # the positional form is hidden
+        assert "SESSION" not in codeloop(command, "--help").stdout.replace("--session", "")
+
+
+def test_a_positional_session_still_works_but_is_deprecated(tmp_path: Path) -> None:
+    """`codeloop verify S` (the older form) runs as `codeloop verify --session S`, and says so."""
+    for args in (["verify", str(tmp_path)], ["verify", "--session", str(tmp_path)]):
+        result = codeloop(*args)
+        assert result.returncode == 1, (args, result.stdout, result.stderr)
+        assert "not a session folder" in result.stdout + result.stderr, args
+        assert ("deprecated" in result.stderr) == ("--session" not in args), args
+    out = str(tmp_path / "dataset")
+    result = codeloop("export-dataset", str(tmp_path), "--out", out)
+    assert result.returncode == 1 and "not a session folder" in result.stderr
+    assert "deprecated; use --session" in result.stderr
+    both = codeloop("verify", "--session", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert both.returncode == 1 and "two sessions" in both.stderr
 
 
 def test_bad_config_is_one_clear_message_without_traceback(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.sandbox import CheckRequest, pool
+from codeloop.sandbox import CheckRequest, dispatch, pool
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -124,7 +124,7 @@ def head(tmp_path_factory):
             assert start.returncode == 0, output
             yield f"127.0.0.1:{port}", start.pid, secret
         finally:
-            pool.use_cluster(None)
+            dispatch.use_cluster(None)
             ray.shutdown()
             _stop(start.pid)
 
@@ -163,11 +163,11 @@ def _ran_on_ray(backend: str) -> bool:
 
 def test_cluster_verdicts_are_the_local_pools(cluster: str) -> None:
     local = pool.check_many(requests(), workers=2)
-    pool.use_cluster(cluster, chunk=2)
+    dispatch.use_cluster(cluster, chunk=2)
     try:
-        remote = pool.check_many(requests(), workers=2)
+        remote = dispatch.check_many(requests(), workers=2)
     finally:
-        pool.use_cluster(None)
+        dispatch.use_cluster(None)
     assert [c.status for c in remote] == [c.status for c in local]
     assert [c.status for c in local] == [
         "passed", "wrong_answer", "passed", "runtime_error", "passed", "compile_error",
@@ -416,7 +416,7 @@ def test_engine_actors_answer_as_one_engine_greedy_seeded_and_with_an_adapter(
     from codeloop.config import EngineConfig
     from codeloop.engines import create
     from codeloop.engines.ray_pool import RayEngine
-    from tests.loop_fixtures import tiny_model
+    from tests.support.loop_fixtures import tiny_model
 
     model = tiny_model(tmp_path / "model")
     adapter = tmp_path / "adapter"
@@ -428,7 +428,7 @@ def test_engine_actors_answer_as_one_engine_greedy_seeded_and_with_an_adapter(
     config = EngineConfig(kind="hf", model=str(model), batch_size=2, max_tokens=12)
     conversations = [[{"role": "user", "content": f"Print {i} in Python."}] for i in range(5)]
     local = create(config)
-    remote = RayEngine(config, address=cluster, replicas=2)
+    remote = RayEngine(config, address=cluster, replicas=2, make=create)
     try:
         for engine in (local, remote):
             engine.load_adapter(None)

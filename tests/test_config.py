@@ -121,7 +121,7 @@ def test_importing_codeloop_leaves_the_environment_untouched() -> None:
     probe = (
         "import json, os, sys\n"
         "before = dict(os.environ)\n"
-        "import codeloop, codeloop.cli, codeloop.reward, codeloop.grpo, codeloop.loop.phases\n"
+        "import codeloop, codeloop.cli, codeloop.reward, codeloop.reward.grpo, codeloop.loop.phases\n"
         "from codeloop.train import trainer\n"
         "changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))\n"
         "print(json.dumps({'changed': changed, 'torch': 'torch' in sys.modules}))\n"

@@ -21,7 +21,8 @@ from codeloop.data import HUMANEVAL_X
 from codeloop.errors import ConfigError
 from codeloop.evaluate import canonical_samples, evaluate, load_humaneval, load_humaneval_x
 from codeloop.evaluate.data import ENV_HUMANEVAL_X
-from codeloop.evaluate.suites import Sample, humaneval_x_job
+from codeloop.evaluate.humaneval import Sample, humaneval_x_job
+from codeloop.sandbox import function_tests
 
 DATA = HUMANEVAL_X  # the copy shipped in the package
 
@@ -98,7 +99,12 @@ def test_results_follow_the_samples_order_and_summary_counts(tmp_path: Path) -> 
     )
     assert binding["limits"]["time_s"] > 0 and binding["samples"] == {"test": True}
     assert "bwrap" in binding["sandbox"]
-    assert set(binding["composition_sha256"]) == {"suites.py", "function_tests.py"}
+    assert set(binding["composition_sha256"]) == {
+        "evaluate/humaneval.py",
+        "sandbox/function_tests.py",
+        "sandbox/testbuild.py",
+        *(f"sandbox/languages/{name}" for name in function_tests.supported()),
+    }
 
 
 def test_python_generation_is_cut_at_its_first_top_level_line() -> None:

@@ -19,11 +19,14 @@ import pytest
 from codeloop import store
 from codeloop.config import SandboxConfig, load_preset
 from codeloop.errors import ConfigError
-from codeloop.evaluate import task_runner, task_suites, weak
-from codeloop.evaluate.tasks import check_requests, pass_at_k
+from codeloop.evaluate import weak
+from codeloop.evaluate.answers import read_answers
+from codeloop.evaluate.scoring import check_requests, pass_at_k
+from codeloop.evaluate.stdio import stdio_problems
+from codeloop.evaluate.suites import suite_tasks
 from codeloop.sandbox import CheckRequest
 from codeloop.sandbox.pool import WorkerPool, get_pool
-from tests.loop_fixtures import fence
+from tests.support.loop_fixtures import fence
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -159,7 +162,7 @@ def test_an_infrastructure_failure_is_rerun_on_fresh_workers_not_scored_wrong() 
 def test_a_task_whose_test_gives_no_verdict_is_not_rerun_nor_blamed_on_the_program() -> None:
     """`task_error` checks stay environment errors (no runtime error, no pass) and do not
     stop `check_answers`: the task is at fault, not the program nor the machine."""
-    from codeloop.evaluate.tasks import check_answers
+    from codeloop.evaluate.scoring import check_answers
     from codeloop.tasks.schema import FunctionSpec, Provenance, make_task
 
     task = make_task(
@@ -208,7 +211,7 @@ def test_pass_at_k_is_the_unbiased_estimator() -> None:
 
 
 def test_a_jsonl_suite_scored_from_a_samples_file_with_pass_at_k(tmp_path: Path) -> None:
-    tasks = task_suites.stdio_problems(problems_file(tmp_path), ["python", "javascript"])
+    tasks = stdio_problems(problems_file(tmp_path), ["python", "javascript"])
     assert [(t.family, t.language) for t in tasks] == [
         ("jsonl/double", "python"),
         ("jsonl/double", "javascript"),
@@ -262,12 +265,10 @@ def test_weak_tasks_are_those_a_trivial_program_passes(tmp_path: Path) -> None:
         "cases": [{"input": "a b\n", "output": "a b\n"}, {"input": "7\n", "output": "7\n"}],
     }
     path.write_text(json.dumps(PROBLEMS[0]) + "\n" + json.dumps(echo) + "\n")
-    stdio = task_suites.stdio_problems(path, ["python"])
+    stdio = stdio_problems(path, ["python"])
     config = load_preset("cpu-demo")
     config.tasks.languages = ["python", "rust"]
-    humaneval_x = [
-        t for t in task_suites.suite_tasks(config, "humaneval-x") if t.family == "humaneval/38"
-    ]
+    humaneval_x = [t for t in suite_tasks(config, "humaneval-x") if t.family == "humaneval/38"]
     tasks = [*stdio, *humaneval_x]
     assert [t.language for t in tasks[2:]] == ["python", "rust"]
     found = weak.trivial_passes(tasks, SandboxConfig(workers=2))
@@ -294,24 +295,24 @@ def test_a_bad_problem_line_is_named(tmp_path: Path, row: dict, message: str) ->
     path = tmp_path / "problems.jsonl"
     path.write_text(json.dumps(PROBLEMS[0]) + "\n" + json.dumps(row) + "\n")
     with pytest.raises(ConfigError, match=rf"problems.jsonl:2: .*{message}"):
-        task_suites.stdio_problems(path, ["python"])
+        stdio_problems(path, ["python"])
 
 
 def test_samples_must_cover_every_task_with_the_same_n(tmp_path: Path) -> None:
-    tasks = task_suites.stdio_problems(problems_file(tmp_path), ["python"])
+    tasks = stdio_problems(problems_file(tmp_path), ["python"])
     path = tmp_path / "samples.jsonl"
     path.write_text(json.dumps({"task_id": tasks[0].id, "answer": WRONG}) + "\n")
     with pytest.raises(ConfigError, match="no answer for 1 of 2 tasks"):
-        task_runner.read_answers(path, tasks)
+        read_answers(path, tasks)
     path.write_text(
         "".join(json.dumps({"task_id": t.id, "answer": WRONG}) + "\n" for t in [*tasks, tasks[0]])
     )
     with pytest.raises(ConfigError, match="different numbers of answers"):
-        task_runner.read_answers(path, tasks)
+        read_answers(path, tasks)
 
 
 def test_curriculum_test_answered_by_a_model_through_the_recipe(tmp_path: Path) -> None:
-    from tests.loop_fixtures import tiny_model
+    from tests.support.loop_fixtures import tiny_model
 
     model = tiny_model(tmp_path / "model")
     out = tmp_path / "out"
@@ -336,7 +337,7 @@ def test_curriculum_test_answered_by_a_model_through_the_recipe(tmp_path: Path) 
     )
     assert result.returncode == 0, result.stdout + result.stderr
     summary = store.read(out / "summary.json")
-    expected = task_suites.suite_tasks(load_preset("cpu-demo"), "curriculum-test")
+    expected = suite_tasks(load_preset("cpu-demo"), "curriculum-test")
     firsts = [t.id for t in expected if t.language == "python"][:2]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [row["task_id"] for row in rows if row["language"] == "python"] == [

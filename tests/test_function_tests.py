@@ -18,25 +18,25 @@ from pydantic import ValidationError
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import Problems
-from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.evaluate.humaneval import humaneval_x_job
 from codeloop.sandbox import (
     Check,
     CheckRequest,
     check_many,
-    cppbox,
     function_tests,
-    gobox,
     harness,
     languages,
+    testbuild,
 )
 from codeloop.sandbox.cache import cache_root
 from codeloop.sandbox.check import Sandbox
-from codeloop.sandbox.function_tests import (
-    _javac_steps,
-    go_split_imports,
-    go_test_file,
-    uses_rand_07_api,
-)
+from codeloop.sandbox.languages.cpp import box as cppbox
+from codeloop.sandbox.languages.go import box as gobox
+from codeloop.sandbox.languages.go.library import testify_without_http
+from codeloop.sandbox.languages.go.source import go_split_imports, go_test_file
+from codeloop.sandbox.languages.java import javac
+from codeloop.sandbox.languages.java.javac import _javac_steps
+from codeloop.sandbox.languages.rust.crates import uses_rand_07_api
 
 DATA = HUMANEVAL_X  # the copy shipped in the package
 LANGUAGES = ["python", "javascript", "cpp", "java", "go", "rust"]
@@ -155,13 +155,7 @@ def problems() -> Problems:
 def _request(problems: Problems, task_id: str, body: str | None = None) -> CheckRequest:
     row = problems.rows[task_id]
     job = humaneval_x_job(row, row["canonical_solution"] if body is None else body)
-    return CheckRequest(
-        language=job.language,
-        program=job.program,
-        test=job.test,
-        prompt=job.prompt,
-        entry_point=job.entry_point,
-    )
+    return job.request()
 
 
 def _compose(problems: Problems, task_id: str) -> function_tests.TestBuild:
@@ -328,7 +322,7 @@ def test_java_compiles_test_and_solution_in_one_jvm_from_its_archive(checks: dic
             box=box,
             compile_step=True,
             binds=steps.binds,
-            limits=function_tests._ONE_TIME_LIMITS,
+            limits=testbuild.ONE_TIME_LIMITS,
         )
     finally:
         harness.remove_box(box)
@@ -342,7 +336,7 @@ def test_java_without_the_batch_compiler_runs_one_javac_per_half(
 ) -> None:
     """Where codeloop-javac cannot be built, each half is a javac of its own, with the
     same options (and `&&`: the solution is not compiled after the test failed)."""
-    monkeypatch.setattr(function_tests, "javac_batch", lambda sandbox, language: None)
+    monkeypatch.setattr(javac, "javac_batch", lambda sandbox, language: None)
     steps = _javac_steps(
         Sandbox("bwrap", worker=22), languages.get("java"), ["a/M.java", "b/M.java"]
     )
@@ -359,7 +353,7 @@ def test_cpp_and_rust_halves_link_with_gold_where_installed(
 ) -> None:
     """Both halves link with gold (a third of ld.bfd's link time); CODELOOP_GOLD=off
     (for benches) keeps ld.bfd. The canonical checks above run with gold."""
-    if not os.path.exists(function_tests.GOLD):
+    if not os.path.exists(testbuild.GOLD):
         pytest.skip("binutils' gold is not installed here")
 
     def compile_command() -> str:
@@ -466,7 +460,7 @@ def test_go_links_the_codec_package_and_testify_without_http(
     for name in ("http", "require"):
         check = checks["go-tests", name]
         assert check.passed, (name, check)
-    trimmed = function_tests.testify_without_http()
+    trimmed = testify_without_http()
     assert trimmed is not None
     text = b"".join(trimmed.values()).decode()
     assert "func HTTPBodyContains(" not in text and '"net/http"' not in text

@@ -43,8 +43,9 @@ import pytest
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
-from codeloop.evaluate.suites import humaneval_x_job
-from codeloop.sandbox import Check, CheckRequest, check_many, gobox
+from codeloop.evaluate.humaneval import humaneval_x_job
+from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.sandbox.languages.go import box as gobox
 
 # Generations (function bodies) for HumanEval-X Python tasks, each a wrong answer.
 ATTACKS: dict[str, tuple[str, str]] = {
@@ -389,13 +390,7 @@ def checks() -> dict[str, Check]:
 
     def request(task_id: str, generation: str) -> CheckRequest:
         job = humaneval_x_job(rows[task_id], generation)
-        return CheckRequest(
-            language=job.language,
-            program=job.program,
-            test=job.test,
-            prompt=job.prompt,
-            entry_point=job.entry_point,
-        )
+        return job.request()
 
     wanted = {name: request(task_id, body) for task_id, name, body in WRONG}
     for task_id in ATTACKED:

@@ -17,11 +17,12 @@ import pytest
 from codeloop.config import SandboxLimits
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
-from codeloop.evaluate.suites import humaneval_x_job
-from codeloop.sandbox import harness, javac_service, languages, seccomp
+from codeloop.evaluate.humaneval import humaneval_x_job
+from codeloop.sandbox import harness, languages, seccomp
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
 from codeloop.sandbox.harness import COMPILE_UID
-from tests.sandbox_probe import descendants
+from codeloop.sandbox.languages.java import javac_service
+from tests.support.sandbox_probe import descendants
 
 LIMITS = SandboxLimits(time_s=10, compile_time_s=60)
 STDIO_OK = (

@@ -48,7 +48,7 @@ from codeloop.loop.common import PHASES
 from codeloop.loop.phases import open_round, run_phase
 from codeloop.sandbox import check_program
 from codeloop.tasks.splits import assign_split
-from tests.test_train_support import CHATML, SPECIAL, save_llama
+from tests.support.train_models import CHATML, SPECIAL, save_llama
 
 pytestmark = pytest.mark.timeout(600)
 

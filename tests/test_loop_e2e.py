@@ -21,8 +21,8 @@ from codeloop import config as session_config
 from codeloop import store
 from codeloop.loop.collect import CALL_LOG_ENV
 from codeloop.loop.common import FAILPOINTS_ENV, PHASES
-from tests.chaos import Chaos, artifacts, asked_again, phase_process, run, saved_answers
-from tests.loop_fixtures import make_session, tiny_model
+from tests.support.chaos import Chaos, artifacts, asked_again, phase_process, run, saved_answers
+from tests.support.loop_fixtures import make_session, tiny_model
 
 pytestmark = pytest.mark.timeout(900)
 

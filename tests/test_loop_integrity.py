@@ -20,7 +20,7 @@ from codeloop.loop.finish import decide
 from codeloop.loop.gate import compare, mcnemar_exact, promising
 from codeloop.loop.phases import open_round, run_phase
 from codeloop.loop.prepare import check_assignment
-from tests.loop_fixtures import finished_round
+from tests.support.loop_fixtures import finished_round
 
 pytestmark = pytest.mark.timeout(900)
 

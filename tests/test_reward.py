@@ -12,7 +12,7 @@ import pytest
 
 from codeloop.errors import SandboxEnvironmentError
 from codeloop.reward import CodeReward, compute_score
-from tests.loop_fixtures import fence
+from tests.support.loop_fixtures import fence
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -55,7 +55,7 @@ def test_trl_convention_stdio_scores_pass_format_and_fraction() -> None:
         1.0,
         0.5,  # the first of two cases
         0.0,
-        0.0,
+        0.5,  # the second: every case runs, not the prefix before the first failure
     ]
 
 
@@ -77,7 +77,7 @@ def test_conversational_completions_and_function_tests_resist_forgery() -> None:
 
 def test_a_codeloop_task_row_is_scored_like_the_loop() -> None:
     from codeloop.config import load_preset
-    from codeloop.evaluate.task_suites import suite_tasks
+    from codeloop.evaluate.suites import suite_tasks
 
     task = next(
         t for t in suite_tasks(load_preset("cpu-demo"), "curriculum-test") if t.language == "python"
@@ -135,8 +135,8 @@ def test_grpo_trainer_runs_two_steps_with_the_sandbox_reward(tmp_path: Path) -> 
     """The real GRPOTrainer calls our reward (tiny model, CPU); the recipe records rewards."""
     from codeloop import store
     from codeloop.config import load_preset
-    from codeloop.grpo import train
-    from tests.loop_fixtures import tiny_model
+    from codeloop.reward.grpo import train
+    from tests.support.loop_fixtures import tiny_model
 
     config = load_preset("cpu-demo")
     config.tasks.languages = ["python"]
@@ -153,7 +153,9 @@ def test_grpo_trainer_runs_two_steps_with_the_sandbox_reward(tmp_path: Path) -> 
     )
     assert report["steps"] == 2
     assert [entry["step"] for entry in report["rewards"]] == [1, 2]
-    assert all(entry["reward"] == 0.0 for entry in report["rewards"])  # random weights
+    # random weights never answer: every group's rewards are equal, so no advantage
+    assert all(entry["reward"] == 0.0 for entry in report["rewards"])
+    assert all(entry["zero_std"] == 1.0 for entry in report["rewards"])
     assert store.read(tmp_path / "grpo" / "grpo.json")["rewards"] == report["rewards"]
     assert (tmp_path / "grpo" / "adapter_model.safetensors").is_file()
     resumed = train(
@@ -168,3 +170,79 @@ def test_grpo_trainer_runs_two_steps_with_the_sandbox_reward(tmp_path: Path) -> 
         resume=True,
     )
     assert resumed["resumed_from"] == "checkpoint-2" and resumed["steps"] == 3
+
+
+def test_grpo_learns_from_groups_whose_rewards_differ(tmp_path: Path) -> None:
+    """A tiny model taught to answer one task, sampled hot, sometimes solves it: the
+    sandbox's rewards then differ within a group, and GRPO moves the adapter (its
+    lora_B matrices start at zero and stay there without an advantage)."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from codeloop.config import load_preset
+    from codeloop.reward.grpo import train
+    from tests.support.train_models import build_model
+
+    folder = build_model(tmp_path / "model")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    prompt = [{"role": "user", "content": "Write a program that adds 1."}]
+    answer = fence("python", "print(1)")
+
+    def tokens(messages: list[dict[str, str]], **options: bool) -> list[int]:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, **options)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    asked = tokens(prompt, add_generation_prompt=True)
+    whole = tokens([*prompt, {"role": "assistant", "content": answer}])
+    ids = torch.tensor([whole])
+    labels = ids.clone()
+    labels[0, : len(asked)] = -100  # learn the answer only
+    torch.manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(120):  # enough that hot samples are sometimes right, not always
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.save_pretrained(tmp_path / "taught")
+    tokenizer.save_pretrained(tmp_path / "taught")
+
+    config = load_preset("cpu-demo")
+    row = {"prompt": prompt, "language": "python", "cases": '[{"input": "", "output": "1\\n"}]'}
+    report = train(
+        config,
+        str(tmp_path / "taught"),
+        tmp_path / "grpo",
+        steps=3,
+        num_generations=8,
+        prompts_per_step=1,
+        max_completion_length=len(whole) - len(asked) + 8,
+        learning_rate=1e-2,
+        temperature=1.0,
+        save_steps=10,
+        rows=[row] * 8,
+    )
+    assert any(entry["zero_std"] < 1.0 for entry in report["rewards"]), report["rewards"]
+    assert any(0.0 < entry["reward"] < 1.0 for entry in report["rewards"]), report["rewards"]
+    weights = load_file(tmp_path / "grpo" / "adapter_model.safetensors")
+    moved = [
+        name for name, tensor in weights.items() if "lora_B" in name and tensor.abs().sum() > 0
+    ]
+    assert moved, "no lora_B matrix moved from zero"
+
+
+def test_the_async_reward_is_awaited_by_trl_and_scores_as_the_sync_one() -> None:
+    import asyncio
+
+    from trl.trainer.utils import is_async_callable
+
+    from codeloop.reward import AsyncCodeReward
+
+    assert is_async_callable(AsyncCodeReward()) and not is_async_callable(CodeReward())
+    completions = [RIGHT, FIRST_ONLY, "no code at all"]
+    columns = stdio_columns(3)
+    sync = CodeReward(scoring="fraction", format_score=-1.0)(completions=completions, **columns)
+    reward = AsyncCodeReward(scoring="fraction", format_score=-1.0)
+    assert asyncio.run(reward(completions=completions, **columns)) == sync == [1.0, 0.5, -1.0]

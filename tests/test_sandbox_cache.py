@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.sandbox import function_tests
 from codeloop.sandbox.cache import (
     RETIRED_GRACE_S,
     CompileCache,
@@ -28,6 +27,7 @@ from codeloop.sandbox.cache import (
     compile_key,
     folder_bytes,
 )
+from codeloop.sandbox.languages.go import cache as go_cache
 
 
 def _box(tmp_path: Path, name: str, size: int) -> Path:
@@ -132,10 +132,10 @@ def test_an_over_cap_go_cache_is_evicted_with_its_warm_up_marks(
     mark = tmp_path / "gocache-warmed" / "0123456789abcdef" / ".done"
     mark.parent.mkdir(parents=True)
     mark.write_text("")
-    monkeypatch.setitem(function_tests._go_warmed, "0123456789abcdef", 1)
-    function_tests._go_cap_cache(None)
+    monkeypatch.setitem(go_cache._go_warmed, "0123456789abcdef", 1)
+    go_cache._go_cap_cache(None)
     assert folder_bytes(gocache) < 100  # only trim.txt
-    assert not mark.exists() and not function_tests._go_warmed
+    assert not mark.exists() and not go_cache._go_warmed
     # The go command's own in-place trim stays off: it just "ran".
     assert abs(int((gocache / "trim.txt").read_text()) - time.time()) < 60
 
@@ -173,7 +173,7 @@ def test_the_cache_program_answers_gets_from_the_cache_and_declares_no_put(
     cache), so what a check compiles stays in its own work folder."""
     from codeloop.sandbox.languages import get
 
-    program = function_tests._go_cacheprog(go_sandbox, get("go"))
+    program = go_cache._go_cacheprog(go_sandbox, get("go"))
     assert program is not None and os.access(program, os.X_OK)
     hit, other = bytes(range(32)), bytes(range(1, 33))
     path = _go_entry(tmp_path, hit, b"compiled package")
@@ -217,7 +217,7 @@ def test_a_go_check_never_writes_the_shared_build_cache(go_sandbox, tmp_path: Pa
     sandbox = go_sandbox
     sandbox.cache = CompileCache(root=tmp_path, cap_mib=64)
     gocache = shared_folder("gocache", sandbox.backend.compile_uid)
-    function_tests.go_check_cache(sandbox, get("go"), gocache)  # its warm-up, done first
+    go_cache.go_check_cache(sandbox, get("go"), gocache)  # its warm-up, done first
     before = _sizes(gocache)
     program = (
         'package main\n\nimport "os"\n\n'

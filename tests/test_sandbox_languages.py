@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codeloop.sandbox import LANGUAGES, Case, CheckRequest, check_many, check_program, outputs_match
-from codeloop.sandbox.check import parse_checker
+from codeloop.sandbox.verdict import parse_checker
 
 CASES = [
     {"input": "1 2\n", "output": "3\n"},

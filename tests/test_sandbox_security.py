@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.sandbox import SandboxLimits, check_program, harness, pool
+from codeloop.sandbox import SandboxLimits, check_program, harness, pool, reaping
 from codeloop.sandbox.cache import shared_folder
-from tests.sandbox_probe import peak_rss_kib, processes, sandbox_processes
+from tests.support.sandbox_probe import peak_rss_kib, processes, sandbox_processes
 
 pytestmark = pytest.mark.timeout(120)
 LIMITS = SandboxLimits(time_s=2.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
@@ -451,7 +451,7 @@ def test_a_program_spinning_threads_gets_one_cpu(cgroups: str) -> None:
 _LEFTOVER_PROBE = """
 import json
 from codeloop.sandbox import SandboxLimits, check_program
-from tests.sandbox_probe import sandbox_processes
+from tests.support.sandbox_probe import sandbox_processes
 limits = SandboxLimits(time_s=1.0, memory_mib=256, output_kib=64, processes=32, workdir_mib=16)
 programs = ["while True:\\n    print('x' * 1000)\\n", "import os\\nos.fork()\\nwhile True:\\n    pass\\n"]
 found = []
@@ -493,7 +493,7 @@ def test_a_process_left_under_a_slots_uid_is_ended_when_a_worker_takes_the_slot(
     )
     try:
         assert harness.uid_processes(uid) == [leftover.pid]
-        harness._end_leftovers(slot)
+        reaping.end_leftovers(slot)
         assert leftover.wait(timeout=10) == -9
         assert harness.uid_processes(uid) == []
     finally:

@@ -24,7 +24,7 @@ import pytest
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import languages, warm
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
-from tests.sandbox_probe import (
+from tests.support.sandbox_probe import (
     descendants,
     namespace_depth,
     processes,

@@ -22,7 +22,7 @@ pytest.importorskip("trl")
 
 from codeloop import store
 from codeloop.loop.verify import verify_session
-from tests.loop_fixtures import finished_round
+from tests.support.loop_fixtures import finished_round
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -50,7 +50,7 @@ def codeloop(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def verify(session: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return codeloop("verify", str(session), *flags)
+    return codeloop("verify", "--session", str(session), *flags)
 
 
 def violated(session: Path) -> dict[str, list[str]]:
@@ -142,7 +142,7 @@ def test_verify_refuses_a_folder_that_is_no_session(tmp_path: Path) -> None:
 def test_export_dataset_writes_a_folder_datasets_loads(session: Path, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     out = tmp_path / "dataset"
-    result = codeloop("export-dataset", str(session), "--out", str(out))
+    result = codeloop("export-dataset", "--session", str(session), "--out", str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     loaded = datasets.load_dataset(str(out))["train"]
     trained = [
@@ -228,7 +228,8 @@ def test_codeloop_eval_agrees_with_the_rounds_audit_on_its_answers(
     """One evaluator: the audit's own answers, scored again by `codeloop eval`, give the
     audit's verdicts task by task."""
     from codeloop.config import load
-    from codeloop.evaluate import task_runner
+    from codeloop.evaluate.answers import Answers
+    from codeloop.evaluate.runner import score
     from codeloop.tasks.schema import Task
 
     folder = session / "round-000001"
@@ -236,9 +237,9 @@ def test_codeloop_eval_agrees_with_the_rounds_audit_on_its_answers(
         pytest.skip("the fixture round did not run its audit")
     tasks = [Task.model_validate(t) for t in store.read(folder / "audit-tasks.json")["tasks"]]
     rows = store.read(folder / "audit-candidate" / "rows.json")["rows"]
-    answers = task_runner.Answers({row["id"]: [row["answer"]] for row in rows}, {})
+    answers = Answers({row["id"]: [row["answer"]] for row in rows}, {})
     config = load(session / "config.toml")
-    summary = task_runner.score("audit", tasks, answers, tmp_path / "eval", config.sandbox)
+    summary = score("audit", tasks, answers, tmp_path / "eval", config.sandbox)
     results = [
         json.loads(line) for line in (tmp_path / "eval/results.jsonl").read_text().splitlines()
     ]

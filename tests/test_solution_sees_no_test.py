@@ -39,7 +39,7 @@ import pytest
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
-from codeloop.evaluate.suites import humaneval_x_job
+from codeloop.evaluate.humaneval import humaneval_x_job
 from codeloop.sandbox import Check, CheckRequest, SandboxLimits, check_many
 from codeloop.sandbox.check import Sandbox
 
@@ -250,14 +250,7 @@ def function_request(language: str, script: str, extra: str = "") -> CheckReques
         row["prompt"] = row["prompt"].replace("import (\n", 'import (\n    "os/exec"\n', 1)
         assert '"os/exec"' in row["prompt"]
     job = humaneval_x_job(row, ANSWERS[language].format(command=shell(script)) + extra)
-    return CheckRequest(
-        language=job.language,
-        program=job.program,
-        test=job.test,
-        prompt=job.prompt,
-        entry_point=job.entry_point,
-        limits=LIMITS,
-    )
+    return job.request(LIMITS)
 
 
 OWN_SOURCE = {

@@ -179,8 +179,11 @@ def test_humaneval_x_source_reads_the_shipped_copy_by_default() -> None:
 
 def _crosses(task: Any) -> bool:
     """Whether the sandbox finds a signature for the task's entry point that can cross."""
-    from codeloop.sandbox import cppbox, gobox, javabox, rustbox
-    from codeloop.sandbox.function_tests import _javascript_entry
+    from codeloop.sandbox.languages.cpp import box as cppbox
+    from codeloop.sandbox.languages.go import box as gobox
+    from codeloop.sandbox.languages.java import box as javabox
+    from codeloop.sandbox.languages.javascript import _javascript_entry
+    from codeloop.sandbox.languages.rust import box as rustbox
 
     prompt, entry = task.statement, task.function.entry_point
     if task.language == "javascript":

@@ -13,7 +13,7 @@ from codeloop import store  # noqa: E402
 from codeloop.config import BUNDLED_MODEL, ExportConfig, TrainConfig  # noqa: E402
 from codeloop.models import bundled_gguf  # noqa: E402
 from codeloop.train.trainer import TrainRequest, run  # noqa: E402
-from tests.test_train_support import make_rows, write_dataset  # noqa: E402
+from tests.support.train_models import make_rows, write_dataset  # noqa: E402
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from codeloop import store
 from codeloop.errors import ConfigError, IntegrityError
 from codeloop.train import IGNORE_INDEX, check_counts, encode_rows, load_dataset
 from codeloop.train.schedule import epoch_permutation, plan
-from tests.test_train_support import build_tokenizer, make_row, make_rows, write_dataset
+from tests.support.train_models import build_tokenizer, make_row, make_rows, write_dataset
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Training a tiny real model: loss falls, SIGKILL + resume repeats an uninterrupted run,
 a pause file or SIGTERM checkpoints and exits 0, a parent adapter is continued.
 
-The model is a 2-layer Llama built in the test (see test_train_support); every run
+The model is a 2-layer Llama built in the test (see tests/support/train_models.py); every run
 uses one torch thread, here and in the CLI subprocesses, so the runs compare exactly.
 """
 
@@ -23,7 +23,7 @@ from codeloop.engines.base import adapter_sha256  # noqa: E402
 from codeloop.errors import ConfigError, IntegrityError  # noqa: E402
 from codeloop.train import checkpoints  # noqa: E402
 from codeloop.train.trainer import TrainRequest, run  # noqa: E402
-from tests.test_train_support import build_model, make_rows, settings, write_dataset  # noqa: E402
+from tests.support.train_models import build_model, make_rows, settings, write_dataset  # noqa: E402
 
 SEED = 11
 STEPS = 8

@@ -18,7 +18,7 @@ import pytest
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
-from codeloop.evaluate.suites import RUST_MAIN, humaneval_x_job
+from codeloop.evaluate.humaneval import RUST_MAIN, humaneval_x_job
 from codeloop.sandbox import Check, CheckRequest, check_many
 
 NON_FINITE = "where a finite number is expected"

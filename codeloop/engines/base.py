@@ -4,6 +4,10 @@ The loop only ever calls `generate`, `load_adapter` and `info`, so the same roun
 runs on a laptop (hf, llamacpp), one GPU (vllm) or any serving stack (openai).
 Seeds are per request: a conversation's samples depend on its own seed only,
 never on what else shares its batch, so a resumed run repeats an uninterrupted one.
+
+This module holds only the protocol and the helpers the engines share; the factory
+that builds an engine from config is `codeloop.engines.create` (the package), so the
+engine modules import this one and never the other way round.
 """
 
 from __future__ import annotations
@@ -15,8 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from codeloop.config import EngineConfig, SessionConfig
-from codeloop.errors import ConfigError, IntegrityError
+from codeloop.errors import IntegrityError
 from codeloop.store import sha256_file, sha256_json
 
 Conversation = list[dict[str, str]]
@@ -112,44 +115,3 @@ def adapter_sha256(path: str | Path | None) -> str | None:
         config["target_modules"] = sorted(config["target_modules"])
     weights = sha256_file(folder / "adapter_model.safetensors")
     return sha256_json({"adapter_config.json": config, "adapter_model.safetensors": weights})
-
-
-def create(config: EngineConfig) -> Engine:
-    """The engine the config names (imports its heavy dependencies only now)."""
-    if config.kind == "hf":
-        from codeloop.engines.hf import HFEngine
-
-        return HFEngine(config)
-    if config.kind == "llamacpp":
-        from codeloop.engines.llamacpp import LlamaCppEngine
-
-        return LlamaCppEngine(config)
-    if config.kind == "openai":
-        from codeloop.engines.openai import OpenAIEngine
-
-        return OpenAIEngine(config)
-    if config.kind == "vllm":
-        from codeloop.engines.vllm import VLLMEngine
-
-        return VLLMEngine(config)
-    if config.kind == "replay":
-        from codeloop.engines.replay import ReplayEngine
-
-        return ReplayEngine(config)
-    raise ConfigError(f"engine.kind: unknown engine {config.kind!r}")
-
-
-def create_for(config: SessionConfig) -> Engine:
-    """The engine a session's phases use: one local engine, or Ray actors (`[cluster]`)."""
-    cluster = config.cluster
-    if cluster.address and cluster.engine_replicas:
-        from codeloop.engines.ray_pool import RayEngine
-
-        return RayEngine(
-            config.engine,
-            address=cluster.address,
-            replicas=cluster.engine_replicas,
-            num_cpus=cluster.engine_cpus,
-            num_gpus=cluster.engine_gpus,
-        )
-    return create(config.engine)

@@ -30,6 +30,7 @@ from codeloop.engines.llamacpp_placement import model_params
 from codeloop.engines.lora_gguf import convert, metadata
 from codeloop.errors import EngineError
 from codeloop.models import resolve
+from codeloop.paths import cache_root
 from codeloop.recipe import ends_code_block
 
 MADV_DONTNEED = 4  # <sys/mman.h>, Linux
@@ -162,8 +163,6 @@ class LlamaCppEngine:
         digest = adapter_sha256(path)
         assert digest is not None
         if digest not in self._adapters:
-            from codeloop.sandbox.cache import cache_root
-
             target = cache_root() / "lora-gguf" / f"{digest}.gguf"
             if not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)

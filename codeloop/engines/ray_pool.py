@@ -17,11 +17,19 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from codeloop.config import EngineConfig
-from codeloop.engines.base import ADAPTER_FILES, Completion, Conversation, adapter_sha256, seeds_for
+from codeloop.engines.base import (
+    ADAPTER_FILES,
+    Completion,
+    Conversation,
+    Engine,
+    adapter_sha256,
+    seeds_for,
+)
 from codeloop.errors import EngineError, IntegrityError
 
 
@@ -71,10 +79,8 @@ def place_adapter(root: Path, sha256: str, files: dict[str, bytes]) -> Path:
 class _EngineActor:
     """Runs on a cluster node: one engine, adapters cached on the node by sha256."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
-        from codeloop.engines import create
-
-        self.engine = create(EngineConfig.model_validate(config))
+    def __init__(self, config: dict[str, Any], make: Callable[[EngineConfig], Engine]) -> None:
+        self.engine = make(EngineConfig.model_validate(config))
 
     def load_adapter(self, sha256: str | None, files: dict[str, bytes] | None) -> None:
         if sha256 is None or files is None:
@@ -100,17 +106,21 @@ class RayEngine:
         *,
         address: str,
         replicas: int,
+        make: Callable[[EngineConfig], Engine],
         num_cpus: float = 1.0,
         num_gpus: float = 0.0,
     ) -> None:
-        from codeloop.sandbox.cluster import _ray
+        """`make` builds the engine each actor runs (the engine factory, `engines.create`:
+        passed in rather than imported, so that the factory and this module do not import
+        each other)."""
+        from codeloop.sandbox.cluster import connect_ray
 
         if replicas < 1:
             raise EngineError(f"cluster.engine_replicas = {replicas}: needs at least 1")
-        self.ray = _ray(address)
+        self.ray = connect_ray(address)
         actor = self.ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(_EngineActor)
         self.config = config
-        self.actors = [actor.remote(config.model_dump(mode="json")) for _ in range(replicas)]
+        self.actors = [actor.remote(config.model_dump(mode="json"), make) for _ in range(replicas)]
         self.adapter_hash: str | None = None
 
     def _get(self, futures: list[Any]) -> list[Any]:

@@ -17,27 +17,23 @@ from typing import Any
 
 from codeloop import data as shipped
 from codeloop.errors import ConfigError
+from codeloop.evaluate import jsonl
+from codeloop.sandbox.languages import home
 from codeloop.store import sha256_bytes
 
 ENV_HUMANEVAL_X = "CODELOOP_HUMANEVAL_X"
 HUB_DATASET = "THUDM/humaneval-x"
 
+_HUMANEVAL_X_ORDER = [
+    (name, home(name)) for name in ("python", "javascript", "cpp", "java", "go", "rust")
+]
+"""HumanEval-X's languages in its own order (each language's naming lives in its home)."""
 HUMANEVAL_X_FILES: dict[str, str] = {
-    "python": "python",
-    "javascript": "js",
-    "cpp": "cpp",
-    "java": "java",
-    "go": "go",
-    "rust": "rust",
+    name: home.HUMANEVAL_X.file_code for name, home in _HUMANEVAL_X_ORDER
 }
 """Our language name -> the `humaneval_<stem>.jsonl(.gz)` file stem (and hub config)."""
 TASK_PREFIXES: dict[str, str] = {
-    "Python": "python",
-    "JavaScript": "javascript",
-    "CPP": "cpp",
-    "Java": "java",
-    "Go": "go",
-    "Rust": "rust",
+    home.HUMANEVAL_X.task_prefix: name for name, home in _HUMANEVAL_X_ORDER
 }
 """HumanEval-X task id prefix ("CPP/12") -> our language name."""
 
@@ -64,16 +60,10 @@ def language_of(task_id: str) -> str:
 
 
 def _read_jsonl(path: Path) -> tuple[list[dict[str, Any]], str]:
+    """The rows of a (gzipped) data file and the sha256 of its bytes as stored."""
     data = path.read_bytes()
     text = gzip.decompress(data).decode("utf-8") if path.suffix == ".gz" else data.decode()
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as error:
-                raise ConfigError(f"{path}:{number}: not JSON ({error})") from None
-    return rows, sha256_bytes(data)
+    return [row for _number, row in jsonl.parse(path, text)], sha256_bytes(data)
 
 
 def _data_file(folder: Path, stem: str) -> Path | None:

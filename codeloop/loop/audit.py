@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop import recipe, store
-from codeloop.evaluate.task_suites import suite_tasks
+from codeloop.evaluate.suites import suite_tasks
 from codeloop.loop.collect import Collector
 from codeloop.loop.common import Round
 from codeloop.sandbox.languages import toolchain_version

@@ -1,4 +1,10 @@
-"""`codeloop run`, `codeloop phase` and `codeloop status`."""
+"""The session commands: `run`, `status`, `verify`, `export-dataset`, `report`, and the
+internal `phase` (hidden from the help: the launcher runs it).
+
+Every one of them names its session folder with `--session`/`-s` (default
+sessions/default). `verify` and `export-dataset` also still take it positionally,
+the older form: hidden from their help, and it warns.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +15,43 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from codeloop import config as session_config
 from codeloop import store
-from codeloop.errors import CodeloopError
+from codeloop.errors import CodeloopError, ConfigError
 from codeloop.loop import display
 from codeloop.loop.common import PHASES, install_stop_handler, status
 from codeloop.loop.launcher import EXIT_CRASH, Launcher, die_with_launcher, open_session
 
 out = Console()
 DEFAULT_SESSION = Path("sessions/default")
+
+
+class SessionCommand(TyperCommand):
+    """A command whose hidden arguments (the deprecated positional session) stay out of
+    its usage line too, not only out of its help's argument list."""
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if not getattr(param, "hidden", False):
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+def _session(option: Path | None, positional: Path | None, command: str) -> Path:
+    """The session folder of `--session`, or of the deprecated positional form."""
+    if positional is None:
+        return option or DEFAULT_SESSION
+    if option is not None and option != positional:
+        raise ConfigError(f"codeloop {command}: two sessions, {positional} and --session {option}")
+    typer.echo(
+        f"codeloop {command}: a positional session folder is deprecated; "
+        f"use --session {positional}",
+        err=True,
+    )
+    return positional
 
 
 def run(
@@ -39,7 +72,7 @@ def run(
 
 
 def phase(
-    session: Path = typer.Option(..., "--session", help="Session folder."),
+    session: Path = typer.Option(..., "--session", "-s", help="Session folder."),
     number: int = typer.Option(..., "--round", min=1, help="Round number."),
     name: str = typer.Option(..., "--phase", help=f"One of: {', '.join(PHASES)}."),
     resume: bool = typer.Option(False, "--resume", help="Continue partial work."),
@@ -93,10 +126,13 @@ def show_status(
 
 
 def verify(
-    session: Path = typer.Argument(..., help="Session folder."),
+    session_option: Path | None = typer.Option(
+        None, "--session", "-s", help=f"Session folder (default {DEFAULT_SESSION})."
+    ),
     recheck: bool = typer.Option(
         False, "--recheck", help="Also run every training row's program again in the sandbox."
     ),
+    positional: Path | None = typer.Argument(None, hidden=True, metavar="SESSION"),
 ) -> None:
     """Recompute a session's recorded sha256s and re-check its invariants; exit 1 on any
     violation."""
@@ -104,6 +140,7 @@ def verify(
 
     from codeloop.loop.verify import verify_session
 
+    session = _session(session_option, positional, "verify")
     findings = verify_session(session, recheck=recheck)
     table = Table(title=f"codeloop verify {session}")
     for column in ("round", "check", "result", "detail"):
@@ -128,13 +165,17 @@ def verify(
 
 
 def export_dataset(
-    session: Path = typer.Argument(..., help="Session folder."),
+    session_option: Path | None = typer.Option(
+        None, "--session", "-s", help=f"Session folder (default {DEFAULT_SESSION})."
+    ),
     out: Path = typer.Option(..., "--out", help="New folder for the dataset."),
+    positional: Path | None = typer.Argument(None, hidden=True, metavar="SESSION"),
 ) -> None:
     """Write a session's verified training rows as a Hugging Face dataset folder (parquet
     and a dataset card); refused when `codeloop verify` finds a violation."""
     from codeloop.loop.dataset import export_dataset as write
 
+    session = _session(session_option, positional, "export-dataset")
     summary = write(session, out)
     languages = ", ".join(f"{lang} {n}" for lang, n in summary["languages"].items())
     Console().print(
@@ -148,7 +189,7 @@ def report(
     session: Path = typer.Option(DEFAULT_SESSION, "--session", "-s", help="Session folder."),
 ) -> None:
     """Write SESSION/report.html: curves, decisions, tasks gained and lost (offline page)."""
-    from codeloop.report import write_report
+    from codeloop.loop.report import write_report
 
     path = write_report(session)
     out.print(f"report: {path.resolve()}", highlight=False)

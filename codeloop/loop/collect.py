@@ -34,8 +34,8 @@ from codeloop import recipe, store
 from codeloop.engines import Engine, create_for
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import IntegrityError
-from codeloop.evaluate import tasks as scoring
-from codeloop.evaluate.tasks import program_of, sample_seed, summary
+from codeloop.evaluate import scoring
+from codeloop.evaluate.scoring import program_of, sample_seed, summary
 from codeloop.loop.answer_cache import AnswerCache, answer_key, engine_key
 from codeloop.loop.common import Paused, Round, failpoint
 from codeloop.sandbox import Check, CheckRequest, Interrupted
@@ -68,7 +68,7 @@ def check_answers(r: Round, items: list[tuple[Task, str]], public: bool = False)
 
 
 def probe_languages(r: Round, languages: list[str]) -> dict[str, Check]:
-    """The known-good probe of each language (see `evaluate.tasks.probe_languages`)."""
+    """The known-good probe of each language (see `evaluate.scoring.probe_languages`)."""
     return scoring.probe_languages(r.config.sandbox, languages)
 
 

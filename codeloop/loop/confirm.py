@@ -26,7 +26,7 @@ from math import comb
 from typing import Any
 
 from codeloop import recipe, store
-from codeloop.evaluate.tasks import sample_seed
+from codeloop.evaluate.scoring import sample_seed
 from codeloop.loop.collect import Collector, check_answers
 from codeloop.loop.common import Round
 from codeloop.tasks.schema import Task

@@ -1,4 +1,4 @@
-"""`codeloop export-dataset S --out DIR`: a session's verified training rows as a dataset.
+"""`codeloop export-dataset --session S --out DIR`: a session's verified training rows as a dataset.
 
 What a session learnt from is worth sharing or reusing (another model, another
 trainer): the rows every round trained on, each a program the model wrote that
@@ -117,7 +117,7 @@ def export_dataset(root: str | Path, out: str | Path) -> dict[str, Any]:
         raise CodeloopError(
             f"{root}: {len(violations)} violation(s) of the session's hashes or invariants "
             f"(round {first.round}, {first.check}: {first.detail}); run `codeloop verify "
-            f"{root}` to see them all. Refusing to export."
+            f"--session {root}` to see them all. Refusing to export."
         )
     rows = collect_rows(root)
     if not rows:

@@ -202,23 +202,7 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         per_language = max((len(rows) for rows in present), default=0)
     # Interleave the languages, so that an early stop of training still saw every one.
     rows = [rows[i] for i in range(per_language) for rows in present if i < len(rows)]
-    data = r.path("train.jsonl")
-    store.write_text(data, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-    languages = {lang: sum(row["language"] == lang for row in rows) for lang in cfg.tasks.languages}
-    data_sha = store.sha256_file(data)
-    store.write_json(
-        r.path("train.jsonl.manifest.json"),
-        {
-            "split": "train",
-            "verification": "local_execution",
-            "rows": len(rows),
-            "languages": languages,
-            "dataset_sha256": data_sha,
-            "per_language": per_language,
-            "dropped_too_long": too_long,
-            "scope": SCOPE,
-        },
-    )
+    languages, data_sha = write_dataset(r, rows, per_language, too_long, SCOPE)
     short = [lang for lang, n in languages.items() if n < cfg.export.min_per_language]
     ready = len(rows) >= cfg.export.min_examples and not short
     reason = (
@@ -240,3 +224,30 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         "data_sha256": data_sha,
         "dropped_too_long": too_long,
     }
+
+
+def write_dataset(
+    r: Round, rows: list[dict[str, Any]], per_language: int, too_long: int, scope: str
+) -> tuple[dict[str, int], str]:
+    """Write train.jsonl and its manifest (what the trainer checks before it trains);
+    return the rows per language and the data's sha256."""
+    data = r.path("train.jsonl")
+    store.write_text(data, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    languages = {
+        lang: sum(row["language"] == lang for row in rows) for lang in r.config.tasks.languages
+    }
+    data_sha = store.sha256_file(data)
+    store.write_json(
+        r.path("train.jsonl.manifest.json"),
+        {
+            "split": "train",
+            "verification": "local_execution",
+            "rows": len(rows),
+            "languages": languages,
+            "dataset_sha256": data_sha,
+            "per_language": per_language,
+            "dropped_too_long": too_long,
+            "scope": scope,
+        },
+    )
+    return languages, data_sha

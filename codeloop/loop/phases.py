@@ -18,7 +18,7 @@ from codeloop.errors import ConfigError, IntegrityError
 from codeloop.loop import audit, export, finish, gate, prepare
 from codeloop.loop.collect import Collector
 from codeloop.loop.common import PHASES, Paused, Round
-from codeloop.sandbox.pool import use_cluster
+from codeloop.sandbox.dispatch import use_cluster
 
 
 def _collect(r: Round, resume: bool) -> dict[str, Any]:

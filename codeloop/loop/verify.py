@@ -1,4 +1,4 @@
-"""`codeloop verify S`: recompute every recorded sha256 and re-check every invariant.
+"""`codeloop verify --session S`: recompute every recorded sha256 and re-check every invariant.
 
 A session is evidence: its numbers are worth what its files prove. Phases already
 refuse tampered inputs when they run; this module checks a whole session after the

@@ -9,9 +9,11 @@ Public API:
 from __future__ import annotations
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox.check import STATUSES, Case, Check, CheckRequest, outputs_match
+from codeloop.sandbox.dispatch import check_many, use_cluster
 from codeloop.sandbox.languages import LANGUAGES
-from codeloop.sandbox.pool import Interrupted, check_many, describe, shutdown
+from codeloop.sandbox.pool import Interrupted, describe, shutdown
+from codeloop.sandbox.request import STATUSES, Case, Check, CheckRequest
+from codeloop.sandbox.verdict import outputs_match
 
 __all__ = [
     "LANGUAGES",
@@ -27,6 +29,7 @@ __all__ = [
     "describe",
     "outputs_match",
     "shutdown",
+    "use_cluster",
 ]
 
 

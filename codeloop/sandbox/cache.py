@@ -26,17 +26,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+# cache_root lives in codeloop.paths (engines and models need it too); it stays
+# importable from here for the sandbox's modules.
+from codeloop.paths import cache_root
 from codeloop.store import sha256_bytes, sha256_json
-
-
-def cache_root() -> Path:
-    """`$CODELOOP_CACHE`, else /var/cache/codeloop as root, else ~/.cache/codeloop."""
-    configured = os.environ.get("CODELOOP_CACHE")
-    if configured:
-        return Path(configured)
-    if os.geteuid() == 0:
-        return Path("/var/cache/codeloop")
-    return Path.home() / ".cache" / "codeloop"
 
 
 def shared_folder(name: str, owner: int | None) -> Path:

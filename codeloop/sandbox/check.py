@@ -1,5 +1,8 @@
 """Checking one program: compile once, run each case, compare outside the sandbox.
 
+The request and verdict types live in `request.py`, output comparison in `verdict.py`,
+and what is particular to a language in its home (`languages/<name>/`).
+
 Expected outputs never enter the sandbox: the program only ever sees a case's
 input, and its output is compared here. The verdict is one status from a closed
 set; an environment problem (toolchain missing, sandbox broken) is its own status
@@ -8,270 +11,40 @@ and never counts as a wrong answer.
 
 from __future__ import annotations
 
-import math
 import os
-import re
-import shutil
-import signal
 import time
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox import harness, javac_service
-from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
-from codeloop.sandbox.function_tests import (
-    JAVAC_BATCH_JAR,
-    JAVAC_BATCH_MOUNT,
-    TaskRefused,
-    TestBuild,
-    TestContext,
-    compose,
-    go_check_cache,
-    javac_batch,
+from codeloop.sandbox import harness
+from codeloop.sandbox.cache import CompileCache, compile_key, shared_folder
+from codeloop.sandbox.function_tests import TaskRefused, TestBuild, TestContext, compose
+from codeloop.sandbox.language import Language
+from codeloop.sandbox.languages import get, home, toolchain_version
+from codeloop.sandbox.languages.java import javac_service
+from codeloop.sandbox.languages.java.javac import JAVAC_BATCH_JAR, JAVAC_BATCH_MOUNT, javac_batch
+from codeloop.sandbox.request import (
+    COMPILE_VIRTUAL_OVERHEAD_MIB,
+    FEEDBACK_CHARS,
+    MAX_PROGRAM_BYTES,
+    Check,
+    CheckRequest,
 )
-from codeloop.sandbox.languages import Language, get, toolchain_version
+from codeloop.sandbox.verdict import (
+    _case_feedback,
+    _clip,
+    _compile_feedback,
+    _decode,
+    _parse_error,
+    _run_status,
+    outputs_match,
+    parse_checker,
+)
 from codeloop.sandbox.warm import WarmPython
 from codeloop.sandbox.warm import enabled as warm_enabled
 
-Status = Literal[
-    "passed",
-    "wrong_answer",
-    "runtime_error",
-    "compile_error",
-    "timeout",
-    "memory_limit",
-    "output_limit",
-    "environment_error",
-]
-STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
-FEEDBACK_CHARS = 2000
-_FIELD_CHARS = 400
-_COMPILE_CHARS = 1500
-
-
-MAX_PROGRAM_BYTES = 256 * 1024
-"""Largest program the sandbox compiles or runs (model answers are a few KiB)."""
 CANARY_TTL_S = 120.0
 """How long a worker trusts a toolchain after its canary compiled."""
-
-
-COMPILE_VIRTUAL_OVERHEAD_MIB = 4096
-"""Compile steps' address space beyond their memory limit where no memory cgroup caps
-them (javac's JVM reserves about 4 GiB it does not use; see RunLimits)."""
-
-
-class Case(BaseModel):
-    """One test case: what the program reads and what it must print."""
-
-    model_config = ConfigDict(extra="forbid")
-    input: str
-    output: str
-
-
-NEEDS_PROMPT = frozenset({"cpp", "go", "java", "rust"})
-"""Languages whose function tests are compiled against a proxy built from the trusted
-declaration (`prompt`): without one, a check is refused."""
-
-
-class CheckRequest(BaseModel):
-    """One program to check: stdio cases, or (for function tasks) a test program."""
-
-    model_config = ConfigDict(extra="forbid")
-    language: str
-    program: str
-    cases: list[Case] = Field(default_factory=list)
-    checker: str = "lines"
-    test: str | None = None
-    prompt: str = ""
-    """For function tests: the task's own code (e.g. HumanEval's prompt), whose helpers the
-    test may call; it runs on the test's side, so the program cannot redefine them."""
-    entry_point: str | None = None
-    """For function tests: the function under test (default: what the test hands to
-    `check(...)`)."""
-    limits: SandboxLimits | None = None
-
-    @model_validator(mode="after")
-    def _something_to_check(self) -> CheckRequest:
-        # A check with nothing to run would pass any program: a vacuous verdict is a
-        # reward for nothing, so it is refused, never judged "passed".
-        if self.test is None and not self.cases:
-            raise ValueError("a check needs at least one test case (or a test program)")
-        if self.test is not None and not self.test.strip():
-            raise ValueError("the test program is empty")
-        if self.test is not None and self.language in NEEDS_PROMPT and not self.prompt.strip():
-            # Without the function's trusted declaration the test cannot be built apart
-            # from the solution, and in one process the solution could forge the verdict.
-            raise ValueError(
-                f"a {self.language} function test needs `prompt`: the trusted code that "
-                "declares the function under test (as HumanEval-X's prompt), so that the "
-                "test is compiled apart from the solution"
-            )
-        if (
-            self.test is not None
-            and self.language == "javascript"
-            and not self.prompt.strip()
-            and not self.entry_point
-        ):
-            raise ValueError(
-                "a javascript function test needs `entry_point` (or a `prompt` that "
-                "declares it), so that the test runs apart from the solution"
-            )
-        return self
-
-
-class Check(BaseModel):
-    """The verdict on one program."""
-
-    status: Status
-    feedback: str = ""
-    compile_ms: float = 0.0
-    run_ms: float = 0.0
-    peak_memory_kib: int | None = None
-    cases_passed: int = 0
-    cases_total: int = 0
-    backend: str = ""
-    task_error: bool = False
-    """With `environment_error`: the task's own test cannot give a verdict here (it never
-    called the solution, ran no test function, or needs what this machine lacks). Not
-    the program's doing and not a passing infrastructure fault: never retried, never
-    blamed on the program, never a pass."""
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
-
-    def summary(self) -> dict:
-        """One line of `codeloop check --batch`'s output (docs/ARCHITECTURE.md)."""
-        return {
-            "status": self.status,
-            "passed": self.passed,
-            "feedback": self.feedback,
-            "compile_ms": round(self.compile_ms, 1),
-            "run_ms": round(self.run_ms, 1),
-        }
-
-
-# --- output comparison ---------------------------------------------------------------------
-
-
-def _lines(text: str) -> list[str]:
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def _float_equal(expected: str, got: str, eps: float) -> bool:
-    if expected == got:
-        return True
-    try:
-        want, have = float(expected), float(got)
-    except ValueError:
-        return False
-    if math.isnan(want) or math.isnan(have):
-        return math.isnan(want) and math.isnan(have)
-    return abs(want - have) <= eps * max(1.0, abs(want))
-
-
-def parse_checker(checker: str) -> tuple[str, float]:
-    """Validate a checker name: `lines`, `tokens` or `float:EPS`."""
-    if checker in ("lines", "tokens"):
-        return checker, 0.0
-    match = re.fullmatch(r"float:([0-9.eE+-]+)", checker)
-    if match:
-        eps = float(match.group(1))
-        if eps >= 0 and math.isfinite(eps):
-            return "float", eps
-    raise ValueError(
-        f"unknown checker {checker!r}; use lines, tokens or float:EPS (e.g. float:1e-6)"
-    )
-
-
-def outputs_match(expected: str, got: str, checker: str) -> bool:
-    """Whether `got` is an accepted answer for `expected` under `checker`."""
-    kind, eps = parse_checker(checker)
-    if kind == "lines":
-        return _lines(expected) == _lines(got)
-    want, have = expected.split(), got.split()
-    if kind == "tokens":
-        return want == have
-    return len(want) == len(have) and all(
-        _float_equal(a, b, eps) for a, b in zip(want, have, strict=True)
-    )
-
-
-# --- feedback ------------------------------------------------------------------------------
-
-
-def _clip(text: str, limit: int = _FIELD_CHARS, tail: bool = False) -> str:
-    if len(text) <= limit:
-        return text
-    return "..." + text[-limit:] if tail else text[:limit] + "..."
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _case_feedback(index: int, status: str, case: Case, run: harness.RunResult) -> str:
-    parts = [f"Test {index + 1}: {status.replace('_', ' ')}", f"Input:\n{_clip(case.input)}"]
-    parts.append(f"Expected output:\n{_clip(case.output)}")
-    parts.append(f"Your output:\n{_clip(_decode(run.stdout))}")
-    stderr = _decode(run.stderr).strip()
-    if stderr:
-        parts.append(f"Error output (end):\n{_clip(stderr, tail=True)}")
-    return "\n".join(parts)[:FEEDBACK_CHARS]
-
-
-def _compile_feedback(stderr: str) -> str:
-    lines = [line for line in stderr.strip().splitlines() if line.strip()][:30]
-    return ("Compilation failed:\n" + _clip("\n".join(lines), _COMPILE_CHARS))[:FEEDBACK_CHARS]
-
-
-# --- verdicts ------------------------------------------------------------------------------
-
-
-def _signal_of(run: harness.RunResult) -> int | None:
-    """The signal that ended the program (bwrap reports a killed child as exit 128 + N)."""
-    if run.signal is not None:
-        return run.signal
-    if run.exit_code is not None and 128 < run.exit_code < 160:
-        return run.exit_code - 128
-    return None
-
-
-def _run_status(language: Language, run: harness.RunResult) -> str | None:
-    """The failure status of a finished run, or None when it exited cleanly."""
-    stderr = _decode(run.stderr)
-    if run.setup_error:  # from bwrap's status pipe, never from what the program printed
-        return "environment_error"
-    if run.output_exceeded:
-        return "output_limit"
-    if run.oom_killed:
-        return "memory_limit"
-    killed_by = _signal_of(run)
-    if run.timed_out or (run.cpu_limited and killed_by in (signal.SIGXCPU, signal.SIGKILL)):
-        return "timeout"  # our wall clock, or the CPU limit; never the program's own choice
-    if run.partner_cpu_limited and run.exit_code != 0:
-        return "timeout"  # the solution's own sandbox used up its CPU time
-    if run.exit_code != 0 and any(phrase in stderr for phrase in language.out_of_memory):
-        return "memory_limit"
-    if run.exit_code != 0:
-        return "runtime_error"
-    return None
-
-
-def _parse_error(language: Language, run: harness.RunResult) -> bool:
-    """For interpreted languages: did the program fail to parse (a compile error)?"""
-    stderr = _decode(run.stderr)
-    if not any(phrase in stderr for phrase in language.compile_error):
-        return False
-    if language.name == "python":
-        return "Traceback (most recent call last)" not in stderr
-    return "internalCompileFunction" in stderr or "wrapSafe" in stderr
 
 
 class Sandbox:
@@ -282,8 +55,6 @@ class Sandbox:
         self.scratch = shared_folder("scratch", None) / f"w{worker}"
         self.cache = CompileCache()
         self._canary_passed: dict[str, float] = {}
-        self._gocache: Path | None = None
-        self._pch: Path | None = None
         warm = warm_enabled() and self.backend.name == "bwrap"
         self.warm = WarmPython(self.backend) if warm else None
         """The worker's warm Python sandbox (None: every check starts a cold one)."""
@@ -320,7 +91,7 @@ class Sandbox:
             virtual_overhead_mib=language.virtual_overhead_mib,
         )
 
-    def _compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
+    def compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
         return harness.RunLimits(
             wall_s=limits.compile_time_s,
             cpu_s=limits.compile_time_s,
@@ -338,65 +109,14 @@ class Sandbox:
     def _compile_setup(
         self, language: Language, source: str, argv: list[str]
     ) -> tuple[list[str], list[tuple[str, str, bool]], dict[str, str]]:
-        """Per-language compile extras: the Go build cache (read-only: only trusted
-        warm-ups write it), the C++ precompiled header."""
-        binds: list[tuple[str, str, bool]] = []
+        """The language's compile extras, from its home's `compile_setup` (Go: the shared
+        build cache, read-only; C++: the precompiled <bits/stdc++.h>)."""
         env = dict(language.env)
-        if language.name == "go":
-            if self._gocache is None:
-                self._gocache = shared_folder("gocache", self.backend.compile_uid)
-            go_binds, go_env = go_check_cache(self, language, self._gocache)
-            binds += go_binds
-            env.update(go_env)
-        if language.name == "cpp" and re.search(r"#\s*include\s*<bits/stdc\+\+\.h>", source):
-            pch = self._ensure_pch(language)
-            if pch is not None:
-                binds.append((str(pch), "/pch", False))
-                argv = [argv[0], "-I/pch", *argv[1:]]
-        return argv, binds, env
-
-    def _ensure_pch(self, language: Language) -> Path | None:
-        """Build <bits/stdc++.h> once per toolchain and flags, shared by all workers."""
-        assert language.compile is not None
-        flags = [flag for flag in language.compile if flag.startswith(("-O", "-std="))]
-        key = compile_key("cpp-pch", toolchain_version("cpp"), flags, {})[:16]
-        folder = shared_folder("pch", self.backend.compile_uid) / key
-        target = folder / "bits" / "stdc++.h.gch"
-        if target.exists():
-            return folder
-        with locked("pch"):
-            if target.exists():
-                return folder
-            box = harness.prepare_box(self.scratch, self.backend.compile_uid)
-            try:
-                (box / "stdcxx.h").write_text("#include <bits/stdc++.h>\n")
-                argv = [
-                    "/usr/bin/g++",
-                    *flags,
-                    "-x",
-                    "c++-header",
-                    "/box/stdcxx.h",
-                    "-o",
-                    "/box/stdc++.h.gch",
-                ]
-                run = harness.run(
-                    self.backend,
-                    argv,
-                    box=box,
-                    compile_step=True,
-                    limits=self._compile_limits(SandboxLimits()),
-                )
-                built = box / "stdc++.h.gch"
-                if run.exit_code != 0 or not built.exists():
-                    return None
-                target.parent.mkdir(parents=True, exist_ok=True)
-                temp = target.with_suffix(".tmp")
-                shutil.copyfile(built, temp)
-                temp.chmod(0o644)
-                temp.replace(target)
-            finally:
-                harness.remove_box(box)
-        return folder
+        setup = home(language.name).compile_setup
+        if setup is None:
+            return argv, [], env
+        argv, binds, extra = setup(self, language, source, argv)
+        return argv, binds, {**env, **extra}
 
     def _compile(
         self,
@@ -467,7 +187,7 @@ class Sandbox:
             request,
             box,
             files,
-            self._compile_limits(limits),
+            self.compile_limits(limits),
         )
 
     def _run_compiler(
@@ -486,7 +206,7 @@ class Sandbox:
             compile_step=True,
             env=env,
             binds=binds,
-            limits=self._compile_limits(limits),
+            limits=self.compile_limits(limits),
         )
 
     def _broken_toolchain(self, language: Language, limits: SandboxLimits) -> str | None:
@@ -700,6 +420,8 @@ class Sandbox:
         argv = language.run_argv(limits.memory_mib)
         total_ms = 0.0
         peak: int | None = None
+        passed = 0
+        failed: tuple[str, str] | None = None  # the first failure: status, feedback
         for index, case in enumerate(request.cases):
             run = harness.run(
                 self.backend,
@@ -725,17 +447,24 @@ class Sandbox:
                 feedback = run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS]
             else:
                 feedback = _case_feedback(index, status, case, run) if status else ""
-            if status is not None:
-                return Check(
-                    status=status,
-                    feedback=feedback,
-                    compile_ms=compile_ms,  # type: ignore[arg-type]
-                    run_ms=total_ms,
-                    peak_memory_kib=peak,
-                    cases_passed=index,
-                    cases_total=len(request.cases),
-                    backend=self.backend.name,
-                )
+            if status is None:
+                passed += 1
+                continue
+            failed = failed or (status, feedback)
+            # a program that does not parse, or a sandbox that failed, ends the check
+            if not request.every_case or status in ("compile_error", "environment_error"):
+                break
+        if failed is not None:
+            return Check(
+                status=failed[0],  # type: ignore[arg-type]
+                feedback=failed[1],
+                compile_ms=compile_ms,
+                run_ms=total_ms,
+                peak_memory_kib=peak,
+                cases_passed=passed,
+                cases_total=len(request.cases),
+                backend=self.backend.name,
+            )
         return Check(
             status="passed",
             compile_ms=compile_ms,

@@ -14,9 +14,9 @@ from rich.table import Table
 
 from codeloop import config as session_config
 from codeloop.errors import CodeloopError, ConfigError
-from codeloop.sandbox import pool
-from codeloop.sandbox.check import Check, CheckRequest
+from codeloop.sandbox import dispatch, pool
 from codeloop.sandbox.languages import LANGUAGES, toolchain_version
+from codeloop.sandbox.request import Check, CheckRequest
 
 out = Console()
 err = Console(stderr=True)
@@ -127,7 +127,7 @@ def check(
         request = CheckRequest.model_validate(fields)
     except ValidationError as error:
         raise ConfigError(f"bad check request: {error}") from None
-    result = pool.check_many([request], workers=1, backend=settings.backend)[0]
+    result = dispatch.check_many([request], workers=1, backend=settings.backend)[0]
     _print_check(result)
     if result.status == "environment_error":
         raise typer.Exit(3)
@@ -165,7 +165,7 @@ def _check_batch(
             counts[result.status] = counts.get(result.status, 0) + 1
             progress.advance(task)
 
-        pool.check_many(
+        dispatch.check_many(
             [r for _i, r in items], workers=workers, backend=settings.backend, on_done=done
         )
     summary = ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
@@ -201,7 +201,7 @@ def doctor(
         )
         for name in LANGUAGES
     ]
-    results = pool.check_many(requests, workers=settings.workers, backend=settings.backend)
+    results = dispatch.check_many(requests, workers=settings.workers, backend=settings.backend)
     table = Table(title="codeloop doctor")
     for column in ("language", "toolchain", "sandbox", "to fix"):
         table.add_column(column)

@@ -47,14 +47,23 @@ from typing import Any
 from pydantic import ValidationError
 
 from codeloop.errors import ConfigError
-from codeloop.sandbox.check import FEEDBACK_CHARS, Check, CheckRequest
+from codeloop.sandbox.request import FEEDBACK_CHARS, Check, CheckRequest
 
 _connected: dict[str, Any] = {}
 _NODE_ID = re.compile(r"[0-9a-f]{8,128}")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 
 
-def _ray(address: str) -> Any:
+def connect_ray(address: str) -> Any:
+    """The `ray` module, connected to the cluster at `address` (once per process).
+
+    The one place codeloop joins a Ray cluster: the sandbox's chunked checks here and
+    the engine actors of `codeloop.engines.ray_pool` both go through it, so they share
+    one connection. Connecting to another address shuts the previous one down first.
+    Warns on stderr when Ray's token authentication is off (README, "Scaling out").
+
+    Raises `ConfigError` when Ray is not installed or the cluster cannot be reached.
+    """
     try:
         import ray
     except ImportError:
@@ -186,7 +195,7 @@ def check_many(
     """
     from codeloop.sandbox.pool import Interrupted
 
-    ray = _ray(address)
+    ray = connect_ray(address)
     remote = ray.remote(num_cpus=1, max_retries=max_retries)(_check_chunk)
     chunks = [
         list(range(start, min(start + chunk, len(requests))))

@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 
-from codeloop.sandbox.check import Check, CheckRequest
+from codeloop.sandbox.request import Check, CheckRequest
 
 
 class Interrupted(Exception):
@@ -197,20 +197,6 @@ def describe(backend: str = "bwrap") -> str:
     return get_pool(backend, 1).describe()
 
 
-_cluster: dict[str, object] = {}
-
-
-def use_cluster(address: str | None, chunk: int = 8) -> None:
-    """Send this process's later `check_many` batches to the Ray cluster at `address`.
-
-    None goes back to the local pool. A phase process calls it with the session's
-    `[cluster]` config, so every check of the round (collect, export, audits) fans out.
-    """
-    _cluster.clear()
-    if address:
-        _cluster.update(address=address, chunk=chunk)
-
-
 def check_many(
     requests: Iterable[CheckRequest],
     *,
@@ -220,25 +206,13 @@ def check_many(
     stop: Callable[[], bool] | None = None,
     fresh: bool = False,
 ) -> list[Check]:
-    """Check every request in parallel; results in the order of `requests`.
+    """Check every request in this machine's worker pool; results in the order of
+    `requests` (`sandbox.check_many` routes a batch here or to a Ray cluster).
 
     `stop` is asked before each check starts; once it answers True no further check
-    starts and `Interrupted` is raised with the checks that finished. With a cluster
-    (`use_cluster`), the batch fans out over Ray (`sandbox/cluster.py`). With `fresh`,
-    the local workers the batch uses are restarted first (on a cluster every chunk is
-    a new Ray task anyway, whose node restarts a worker that died).
+    starts and `Interrupted` is raised with the checks that finished. With `fresh`,
+    the workers the batch uses are restarted first.
     """
-    if _cluster:
-        from codeloop.sandbox import cluster
-
-        return cluster.check_many(
-            list(requests),
-            address=str(_cluster["address"]),
-            backend=backend,
-            chunk=int(_cluster["chunk"]),  # type: ignore[call-overload]
-            on_done=on_done,
-            stop=stop,
-        )
     return get_pool(backend, workers).run(list(requests), on_done, stop, fresh=fresh)
 
 

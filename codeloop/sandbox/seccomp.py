@@ -8,7 +8,7 @@ them gets an ordinary error. What is denied, and why:
 - `ptrace`, `process_vm_readv`/`writev`, `pidfd_open`, `pidfd_getfd`,
   `pidfd_send_signal`, `process_madvise`, `kcmp`: no program under test debugs, signals
   or copies the descriptors of another (the Python test process is also non-dumpable,
-  see `pybox`; runtimes that try `pidfd_open` fall back to plain pids when it fails);
+  see `languages/python/box`; runtimes that try `pidfd_open` fall back to plain pids when it fails);
 - `socket(AF_VSOCK, ...)`: vsock is not namespaced, so a sandbox without a network
   could still reach the host's or a VM's vsock services;
 - `unshare`, `setns`, `mount`, `umount2`, `pivot_root`: no nested namespaces or

@@ -17,3 +17,9 @@ def split_top_level(text: str) -> list[str]:
     if current.strip():
         parts.append(current.strip())
     return parts
+
+
+def first_parameter(prompt: str, at: int) -> str:
+    """The open function's first parameter as written (type and name), from its line."""
+    params = prompt[at:].split("(", 1)[1].rsplit(")", 1)[0]
+    return split_top_level(params)[0]

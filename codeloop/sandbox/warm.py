@@ -2,7 +2,7 @@
 
 A Python function test costs two interpreter starts and a bubblewrap setup in a cold
 sandbox (`harness.run`), about 40 ms of a ~60 ms check. Here each worker keeps one
-long-lived bubblewrap sandbox whose only program is `pybox/_codeloop_zygote.py`; for
+long-lived bubblewrap sandbox whose only program is `languages/python/box/_codeloop_zygote.py`; for
 every check it clones a process with its own user, mount, pid, IPC, UTS and network
 namespaces, fresh tmpfs folders, the program on a read-only /box, the check's own
 cgroup and rlimits, no capabilities and the seccomp filter (see the zygote's
@@ -35,9 +35,10 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from codeloop.sandbox import harness, pybox, seccomp
+from codeloop.sandbox import harness, seccomp
 from codeloop.sandbox.cache import cache_root
 from codeloop.sandbox.cgroups import RunCgroup
+from codeloop.sandbox.languages.python import box as pybox
 
 ZYGOTE = pybox.ZYGOTE
 READY_NAME = "codeloop-ready"

@@ -2,9 +2,9 @@
 
 Layout: `schema` (Task, Case, Problem), `curriculum/` (the built-in families),
 `sources/` (humaneval, humaneval-x, hf, jsonl adapters behind one interface),
-`splits` (family -> split, pool integrity), `validate` (references run in the
-sandbox), `pool` (batches on disk with manifests), `order` (balanced order),
-`cli` (`codeloop data ...`).
+`splits` (family -> split, pool integrity), `checks` (a program's sandbox check
+against a task's tests), `validate` (references run in the sandbox), `pool`
+(batches on disk with manifests), `order` (balanced order), `cli` (`codeloop data ...`).
 """
 
 from codeloop.tasks.order import balanced_order

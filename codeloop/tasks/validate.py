@@ -42,8 +42,8 @@ class Verdict:
 def _requests(problem: Problem, sandbox: SandboxConfig) -> tuple[list[Any], list[str]]:
     """The checks of a problem: its references', then (function tasks with a runnable
     reference) its trivial programs'; and the trivial programs' names, in order."""
-    from codeloop.evaluate.tasks import request
     from codeloop.sandbox import LANGUAGES, CheckRequest
+    from codeloop.tasks.checks import request
     from codeloop.tasks.trivial import trivial_programs
 
     task = problem.tasks[0]

@@ -16,6 +16,7 @@ from typing import Any
 from codeloop import data as shipped
 from codeloop.config import HumanEvalXSource
 from codeloop.errors import ConfigError
+from codeloop.sandbox.languages import HOMES
 from codeloop.tasks.schema import FunctionSpec, Problem, Program, Provenance, make_task
 from codeloop.tasks.sources.common import files_revision, read_jsonl, row_sha256
 from codeloop.tasks.sources.humaneval import family_of
@@ -23,14 +24,12 @@ from codeloop.tasks.sources.humaneval import family_of
 HUB_ID = "THUDM/humaneval-x"
 LICENSE = "Apache-2.0"
 FILE_CODES: dict[str, str] = {
-    "cpp": "cpp",
-    "go": "go",
-    "java": "java",
-    "javascript": "js",
-    "python": "python",
-    "rust": "rust",
+    home.LANGUAGE.name: home.HUMANEVAL_X.file_code
+    for home in sorted(HOMES, key=lambda home: home.LANGUAGE.name)
+    if home.HUMANEVAL_X is not None
 }
-"""Our language name -> the code in HumanEval-X file names and hub configs."""
+"""Our language name -> the code in HumanEval-X file names and hub configs (from each
+language's home)."""
 
 
 def reference_code(language: str, row: dict[str, Any]) -> str:

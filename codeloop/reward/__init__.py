@@ -1,5 +1,25 @@
 """The sandbox as a reward for RL trainers: TRL's `reward_funcs` and verl's `compute_score`.
 
+A public module: `CodeReward` and `compute_score` are the API; `codeloop.reward.grpo`
+is the `codeloop grpo` recipe built on them.
+
+Usage (TRL)::
+
+    from datasets import Dataset
+    from trl import GRPOTrainer
+    from codeloop.reward import CodeReward
+
+    rows = Dataset.from_list([
+        {"prompt": "Read two integers and print their sum.", "language": "python",
+         "cases": '[{"input": "2 3", "output": "5"}, {"input": "10 -4", "output": "6"}]'},
+    ])
+    trainer = GRPOTrainer(model=..., reward_funcs=CodeReward(), train_dataset=rows, ...)
+
+Usage (verl): `custom_reward_function.path` is this file
+(`<site-packages>/codeloop/reward/__init__.py`), `custom_reward_function.name` is
+`compute_score`, and `ground_truth` is the row's spec (below) as JSON. Runnable
+examples are on `CodeReward` (doctests, run by the test suite).
+
 A reward is what the policy optimises, so it gets the loop's verdicts unchanged:
 every completion's program runs contained in the sandbox against hidden tests
 compared outside it (stdio) or judged by a test process the program cannot reach
@@ -15,13 +35,14 @@ columns to the reward as keyword lists; verl passes `ground_truth`):
     language needs it, `entry_point`.
 
 Scoring (`scoring`): "pass" gives 1.0 for a program that passes every hidden test,
-else 0.0; "fraction" gives the share of stdio cases passed (function tests are
+else 0.0; "fraction" gives the share of stdio cases passed, every case run (a
+program that fails the first case and passes the second gets 0.5; function tests are
 all or nothing). A completion without a usable code block gets `format_score`
 (0.0 by default; a negative value teaches the format).
 
 Infrastructure failures never score 0. A check that met an `environment_error` (a
 sandbox worker that died, a killed warm sandbox, a failed Ray chunk) is run again
-on freshly started workers before any verdict (`evaluate.tasks.check_requests`):
+on freshly started workers before any verdict (`evaluate.scoring.check_requests`):
 a right program whose first check was lost this way gets its 1.0. Only a program
 that imitates a sandbox error again on the re-run while the language's known-good
 probe passes fails (a runtime error, 0.0). What stays an `environment_error` gets
@@ -36,6 +57,7 @@ GRPOTrainer treats as "not applicable" (NaN, left out of the mean). verl's
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -43,7 +65,7 @@ from typing import Any, Literal
 from codeloop import recipe
 from codeloop.config import SandboxConfig
 from codeloop.errors import ConfigError, SandboxEnvironmentError
-from codeloop.evaluate import tasks as scoring
+from codeloop.evaluate import scoring
 from codeloop.sandbox import Check, CheckRequest
 from codeloop.tasks.schema import Case, Task
 
@@ -101,10 +123,32 @@ def spec_request(spec: dict[str, Any], text: str, sandbox: SandboxConfig) -> Che
 
 
 class CodeReward:
-    """A reward function with TRL's `reward_funcs` calling convention.
+    r"""A reward function with TRL's `reward_funcs` calling convention.
 
-    reward = CodeReward()
-    trainer = GRPOTrainer(model=..., reward_funcs=reward, train_dataset=rows, ...)
+    Called with the completions and the dataset's columns as keyword lists, it
+    returns one reward per completion. Each program runs in the real sandbox:
+
+    >>> from codeloop.reward import CodeReward
+    >>> reward = CodeReward()
+    >>> right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    >>> wrong = "```python\nprint(5)\n```"
+    >>> cases = [{"input": "2 3\n", "output": "5\n"}, {"input": "10 -4\n", "output": "6\n"}]
+    >>> reward(completions=[right, wrong], language=["python"] * 2, cases=[cases] * 2)
+    [1.0, 0.0]
+
+    `wrong` passes the first case only: all or nothing by default, its share of the
+    cases with `scoring="fraction"`:
+
+    >>> CodeReward(scoring="fraction")(completions=[wrong], language=["python"], cases=[cases])
+    [0.5]
+
+    Every case runs, not only those before the first failure:
+
+    >>> second = "```python\nprint(6)\n```"
+    >>> CodeReward(scoring="fraction")(completions=[second], language=["python"], cases=[cases])
+    [0.5]
+
+    In a trainer: `GRPOTrainer(model=..., reward_funcs=CodeReward(), train_dataset=rows)`.
     """
 
     SPEC_COLUMNS = ("task", "language", "cases", "checker", "test", "prompt", "entry_point")
@@ -141,6 +185,11 @@ class CodeReward:
         requests = [
             spec_request(spec, text, self.sandbox) for text, spec in zip(texts, specs, strict=True)
         ]
+        if self.scoring == "fraction":  # partial credit counts every case, not a prefix
+            requests = [
+                request.model_copy(update={"every_case": True}) if request else None
+                for request in requests
+            ]
         checks = scoring.check_requests(requests, self.sandbox)
         return [
             self._value(request, check) for request, check in zip(requests, checks, strict=True)
@@ -167,6 +216,28 @@ class CodeReward:
         if self.scoring == "fraction" and request.test is None and check.cases_total:
             return check.cases_passed / check.cases_total
         return 0.0
+
+
+class AsyncCodeReward(CodeReward):
+    """`CodeReward` as an async callable, for trainers that await reward functions: TRL's
+    GRPOTrainer (tested with TRL 1.16.0, whose `is_async_callable` reads the `async` on
+    `__call__`) gathers async reward functions concurrently with each other, so the
+    sandbox batch runs beside other async rewards (a judge model, a remote service)
+    instead of before them. The checks run in a worker thread; the rewards and the
+    handling of environment errors are `CodeReward`'s.
+
+    >>> import asyncio
+    >>> cases = [{"input": "2 3\\n", "output": "5\\n"}]
+    >>> right = "```python\\na, b = map(int, input().split())\\nprint(a + b)\\n```"
+    >>> asyncio.run(AsyncCodeReward()(completions=[right], language=["python"], cases=[cases]))
+    [1.0]
+    """
+
+    async def __call__(  # type: ignore[override]
+        self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any
+    ) -> list[float | None]:
+        call = super().__call__
+        return await asyncio.to_thread(call, prompts, completions, **columns)
 
 
 _DEFAULT = CodeReward()

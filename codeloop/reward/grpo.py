@@ -65,8 +65,15 @@ def train(
     variants: int = 2,
     resume: bool = False,
     scoring: str = "pass",
+    rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Run `steps` GRPO steps; write the adapter and `grpo.json` (reward per step) to `output`."""
+    """Run `steps` GRPO steps; write the adapter and `grpo.json` to `output`.
+
+    `rows` replaces the curriculum's train tasks (each a `prompt` plus the reward's spec
+    columns). Per step, `grpo.json` records the mean reward, its spread within groups
+    (`reward_std`) and the share of groups whose rewards were all equal (`zero_std`):
+    such a group has no advantage, so GRPO learns nothing from it.
+    """
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -75,7 +82,7 @@ def train(
 
     from codeloop.train import checkpoints
 
-    rows = curriculum_rows(config, list(tiers), variants)
+    rows = rows if rows is not None else curriculum_rows(config, list(tiers), variants)
     dataset = Dataset.from_list(rows).shuffle(seed=config.seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
     if tokenizer.pad_token is None:
@@ -124,7 +131,12 @@ def train(
     trainer.train(resume_from_checkpoint=str(last[-1]) if resume and last else None)
     trainer.save_model(str(output))
     rewards = [
-        {"step": entry["step"], "reward": entry["reward"]}
+        {
+            "step": entry["step"],
+            "reward": entry["reward"],
+            "reward_std": entry.get("reward_std"),
+            "zero_std": entry.get("frac_reward_zero_std"),
+        }
         for entry in trainer.state.log_history
         if "reward" in entry
     ]
@@ -186,5 +198,7 @@ def grpo_command(
         scoring=scoring,
     )
     for entry in report["rewards"]:
-        typer.echo(f"step {entry['step']}: mean reward {entry['reward']:.3f}")
+        zero = entry["zero_std"]
+        spread = "" if zero is None else f", groups without spread {zero:.0%}"
+        typer.echo(f"step {entry['step']}: mean reward {entry['reward']:.3f}{spread}")
     typer.echo(f"wrote {output} and {output / 'grpo.json'}")

@@ -5,7 +5,9 @@ suite (validation, curriculum-test, jsonl:PATH, or HumanEval through the
 recipe), all turn an answer into a verdict here: the program is the answer's code
 block, checked in the sandbox against the task's hidden tests (or its public
 ones, for the correction turn). So the audit of a round and `codeloop eval` on the
-same answers cannot disagree.
+same answers cannot disagree. HumanEval(-X) samples in their official formats reach
+the sandbox through `check_requests` too (`evaluate.runner`), keeping each sample's
+first verdict as the official harnesses do.
 
 An `environment_error` is never a failed answer. A check that reports one is run
 once more on freshly started sandbox workers (a worker that died, a killed warm
@@ -24,6 +26,10 @@ turned into a runtime error, never a pass. `check_answers` returns it as it is (
 broken task does not abort a whole round: the loop never trains on it (not
 passed), and `codeloop eval` lists it under `task_errors`; a reward gives it no
 value (see `codeloop.reward`).
+
+The check of a program against a task (`request`) belongs to the tasks layer
+(`codeloop.tasks.checks`), which validation shares; it is imported here so that
+callers of the evaluator find it beside `check_answers`.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from codeloop import recipe
 from codeloop.config import SandboxConfig
 from codeloop.errors import SandboxEnvironmentError
 from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.tasks.checks import request
 from codeloop.tasks.schema import Task
 
 
@@ -52,30 +59,6 @@ def program_of(task: Task, answer: str) -> str | None:
         return recipe.source(answer, task.language)
     except ValueError:
         return None
-
-
-def request(task: Task, program: str, sandbox: SandboxConfig, public: bool = False) -> CheckRequest:
-    """The sandbox check of `program` against the task's hidden (or public) tests."""
-    limits = sandbox.limits
-    if task.kind == "function":
-        assert task.function is not None
-        test = task.function.public_tests if public else task.function.tests
-        return CheckRequest(
-            language=task.language,
-            program=program,
-            test=test,
-            prompt=task.statement,
-            entry_point=task.function.entry_point,
-            limits=limits,
-        )
-    cases = task.public_cases if public else task.cases
-    return CheckRequest(
-        language=task.language,
-        program=program,
-        checker=task.checker,
-        cases=[c.model_dump() for c in cases],
-        limits=limits,
-    )
 
 
 def probe_languages(sandbox: SandboxConfig, languages: list[str]) -> dict[str, Check]:
@@ -123,6 +106,7 @@ def check_requests(
     *,
     stop: Callable[[], bool] | None = None,
     on_done: Callable[[int, Check], None] | None = None,
+    rerun: bool = True,
 ) -> list[Check]:
     """Check requests in parallel; None (an answer without code) fails without a run.
 
@@ -134,6 +118,10 @@ def check_requests(
     (never a wrong answer). `on_done` hears each check once, with the verdict of its
     re-run where it had one. Raises `sandbox.Interrupted` when `stop` asks for it
     (before the re-runs, which are never cut short).
+
+    With `rerun` False, every first verdict stands, environment errors included: how
+    `codeloop eval` scores HumanEval(-X) samples in their official formats, whose
+    results have always been the sandbox's one verdict per sample.
     """
     results: list[Check | None] = [None] * len(requests)
     where = [index for index, item in enumerate(requests) if item is not None]
@@ -141,8 +129,12 @@ def check_requests(
         if item is None:
             results[index] = Check(status="wrong_answer", feedback="The answer has no code block.")
 
+    def judged(check: Check) -> bool:
+        """Whether the check's environment error is re-run and then judged."""
+        return rerun and _machine(check)
+
     def first(i: int, check: Check) -> None:
-        if on_done is not None and not _machine(check):  # a re-run reports the rest
+        if on_done is not None and not judged(check):  # a re-run reports the rest
             on_done(where[i], check)
 
     checked = check_many(
@@ -152,24 +144,24 @@ def check_requests(
         stop=stop,
         on_done=first,
     )
-    again = [i for i, check in enumerate(checked) if _machine(check)]
+    again = [i for i, check in enumerate(checked) if judged(check)]
     if again:
-        rerun = check_many(
+        rechecked = check_many(
             [requests[where[i]] for i in again],  # type: ignore[misc]
             workers=sandbox.workers,
             backend=sandbox.backend,
             fresh=True,
         )
-        for i, check in zip(again, rerun, strict=True):
+        for i, check in zip(again, rechecked, strict=True):
             checked[i] = check
             if on_done is not None:
                 on_done(where[i], check)
-    suspects = {requests[i].language for i, c in zip(where, checked, strict=True) if _machine(c)}  # type: ignore[union-attr]
+    suspects = {requests[i].language for i, c in zip(where, checked, strict=True) if judged(c)}  # type: ignore[union-attr]
     broken = {
         lang for lang, c in probe_languages(sandbox, sorted(suspects)).items() if not c.passed
     }
     for index, check in zip(where, checked, strict=True):
-        if _machine(check) and requests[index].language not in broken:  # type: ignore[union-attr]
+        if judged(check) and requests[index].language not in broken:  # type: ignore[union-attr]
             check = Check(
                 status="runtime_error",
                 feedback="The program failed in a way that imitates a sandbox error, twice "
@@ -199,14 +191,25 @@ def check_answers(
         program = program_of(task, answer)
         requests.append(None if program is None else request(task, program, sandbox, public))
     checks = check_requests(requests, sandbox, stop=stop, on_done=on_done)
-    for (task, _answer), check in zip(items, checks, strict=True):
+    require_verdicts([(task.id, task.language) for task, _answer in items], checks)
+    return checks
+
+
+def require_verdicts(labels: list[tuple[str, str]], checks: list[Check]) -> None:
+    """Raise `SandboxEnvironmentError` for the first check the machine failed.
+
+    `labels` are the checks' (task id, language). What `check_requests` left an
+    `environment_error` without `task_error` failed its re-run and its language's
+    known-good probe: no verdict of the program's, and a broken machine, which must
+    stop the caller rather than count as a failed answer.
+    """
+    for (task_id, language), check in zip(labels, checks, strict=True):
         if _machine(check):
             raise SandboxEnvironmentError(
-                f"task {task.id} ({task.language}): the sandbox could not check the program, "
-                f"and a known-good {task.language} program fails too, so no verdict was "
+                f"task {task_id} ({language}): the sandbox could not check the program, "
+                f"and a known-good {language} program fails too, so no verdict was "
                 f"recorded: {check.feedback.strip()[:400]}"
             )
-    return checks
 
 
 def summary(rows: list[dict], binding: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 A fresh javac spends most of a HumanEval-X compile starting and warming its JVM (about
 0.5 s per half, two halves per check); a JVM that keeps running compiles the same
-sources several times faster. The service is `CodeloopJavac --serve` (javabox) in a
+sources several times faster. The service is `CodeloopJavac --serve` (`box/`) in a
 long-lived bubblewrap sandbox of its own, as the compile uid, with the compile steps'
 seccomp filter, no network and a memory cap. It only ever sees source text: for each
 compile the worker copies the sources into the service's folder (mounted at /box, so
@@ -29,9 +29,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from codeloop.sandbox import harness
+from codeloop.sandbox import harness, runs
 from codeloop.sandbox.cgroups import RunCgroup
-from codeloop.sandbox.languages import BOX, Language
+from codeloop.sandbox.language import BOX, Language
 
 SERVICE_CLASS = "CodeloopJavac"
 _MAX_REQUESTS = 400
@@ -136,7 +136,7 @@ class JavacService:
                 cwd="/",
                 close_fds=True,
                 pass_fds=filter_fds,
-                preexec_fn=lambda: harness.child_setup(procs, _LIMITS, uid, 0o022, capped),
+                preexec_fn=lambda: runs.child_setup(procs, _LIMITS, uid, 0o022, capped),
             )
         except (OSError, subprocess.SubprocessError):
             self.stop()

@@ -1,0 +1,101 @@
+"""The `Language` interface: how to compile, run and version-check one language.
+
+Each language's whole story lives in its home, `sandbox/languages/<name>/`, which
+defines `LANGUAGE` (an instance of this class) and `compose_test` (its function
+tests, or None); `sandbox/languages/__init__.py` is the one registry. Commands are
+argv templates with `{box}` (the read-only folder holding the source and build
+output, `/box` inside the sandbox) and `{mem}` (the memory limit in MiB). Every tool
+is named by its system path: toolchains under unreadable homes (pyenv, rustup in
+/root) cannot be reached by the unprivileged sandbox user, so we never take them
+from PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+BOX = "/box"
+"""Where the program's folder appears inside the sandbox (read-only while it runs)."""
+
+NODE_MODULES = "/usr/lib/node_modules"
+"""Debian's node modules (JavaScript's and TypeScript's libraries and types)."""
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language: file names, commands, limits and how to install what it needs."""
+
+    name: str
+    source: str
+    """File name the program is saved as inside the box."""
+    run: tuple[str, ...]
+    compile: tuple[str, ...] | None = None
+    version: tuple[str, ...] = ()
+    """Command whose output identifies the toolchain (part of the compile cache key)."""
+    tools: tuple[str, ...] = ()
+    """Files that must exist for this language to work."""
+    install: str = ""
+    """The exact command that installs what `tools` needs."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Extra environment of compile and run steps."""
+    address_space: bool = True
+    """Whether RLIMIT_AS may be set (not for runtimes that reserve huge virtual ranges)."""
+    virtual_overhead_mib: int = 0
+    """Address space a runtime reserves but never uses (JVM class space and code cache,
+    Go's arenas, V8's reservations). Where no memory cgroup caps a run of a language
+    without `address_space`, RLIMIT_AS is the memory limit plus this: a cap, looser
+    than the cgroup's, rather than none. Measured with `prlimit --as` on hello
+    programs: node 768 MiB, java 4 GiB, a Go binary 1 GiB."""
+    processes: int = 16
+    """Least process/thread limit the runtime needs to start at all."""
+    startup_s: float = 0.0
+    """Fixed start-up time added to the wall limit of each run (e.g. the JVM)."""
+    memory_overhead_mib: int = 0
+    """Memory the runtime needs beyond the program's own limit (JVM metaspace, code cache)."""
+    out_of_memory: tuple[str, ...] = ()
+    """stderr phrases by which the runtime reports a failed allocation."""
+    compile_error: tuple[str, ...] = ()
+    """stderr phrases that mean the program never started (interpreted languages)."""
+    canary: str = ""
+    """A known-good program: when a compile fails, compiling this tells a broken
+    toolchain or sandbox (an environment error, never cached) from a bad source."""
+
+    def run_argv(self, memory_mib: int) -> list[str]:
+        return [part.format(box=BOX, mem=memory_mib) for part in self.run]
+
+    def compile_argv(self, memory_mib: int) -> list[str] | None:
+        if self.compile is None:
+            return None
+        return [part.format(box=BOX, mem=memory_mib) for part in self.compile]
+
+    def missing_tools(self) -> list[str]:
+        return [tool for tool in self.tools if not os.path.exists(tool)]
+
+
+@dataclass(frozen=True)
+class HumanEvalX:
+    """How HumanEval-X names a language: its file and hub config code (`humaneval_js`)
+    and its task id prefix (`JavaScript/12`)."""
+
+    file_code: str
+    task_prefix: str
+
+
+_versions: dict[str, str] = {}
+
+
+def version_of(language: Language) -> str:
+    """First line of the toolchain's version output, or 'missing: ...' (cached per process)."""
+    if language.name not in _versions:
+        missing = language.missing_tools()
+        if missing:
+            _versions[language.name] = f"missing: {', '.join(missing)}"
+        else:
+            result = subprocess.run(
+                language.version, capture_output=True, text=True, timeout=60, check=False
+            )
+            text = (result.stdout or result.stderr).strip().splitlines()
+            _versions[language.name] = text[0] if text else f"unknown (exit {result.returncode})"
+    return _versions[language.name]

@@ -1,0 +1,154 @@
+"""C++: g++, and function tests as two programs in two sandboxes (`box`): the test half
+at -O0 against a precompiled header of the official harness's common headers, the
+solution's half at the language's -O2, both linking our codec (`headers`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from codeloop.config import SandboxLimits
+from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.languages.cpp import box
+from codeloop.sandbox.languages.cpp.headers import (
+    _CPP_PCH_MOUNT,
+    _CPP_PCH_NAME,
+    _CPP_RPC_MOUNT,
+    _CPP_TEST_PCH_MOUNT,
+    _cpp_common_header,
+    cpp_common_pch,
+    cpp_rpc_library,
+    stdcxx_pch,
+)
+from codeloop.sandbox.languages.cpp.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.testbuild import (
+    BuildHost,
+    TestBuild,
+    TestContext,
+    fast_link,
+    make_nonce,
+    refuse_unsafe,
+    switched_off,
+    vacuous,
+)
+
+LANGUAGE = Language(
+    name="cpp",
+    canary="#include <iostream>\nint main() { std::cout << 1 << std::endl; return 0; }\n",
+    source="main.cpp",
+    compile=(
+        "/usr/bin/g++",
+        "-O2",
+        "-std=gnu++17",
+        "-o",
+        "{box}/main",
+        "{box}/main.cpp",
+        "-lcrypto",
+        "-lssl",
+    ),
+    run=("{box}/main",),
+    version=("/usr/bin/g++", "--version"),
+    tools=("/usr/bin/g++", "/usr/include/openssl/md5.h", "/usr/include/boost/version.hpp"),
+    install="apt-get install g++ libssl-dev libboost-dev",
+    out_of_memory=("std::bad_alloc",),
+)
+
+
+def compose_test(
+    sandbox: BuildHost,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
+) -> TestBuild:
+    sig = box.signature(context.prompt, context.entry_point) if context.prompt else None
+    if sig is not None and language.compile is not None:
+        nonce = make_nonce()
+        prompt = context.prompt
+        quick = not switched_off("CODELOOP_CPP_QUICK_TEST")
+        # The solution's half is compiled with the language's own flags (-O2): what the
+        # program does, undefined behaviour included, is what a plain compile gives.
+        # The test's half is trusted code that only calls and compares: -O0 compiles it
+        # in about half the time, and SSE arithmetic gives the same values at any -O.
+        flags = [part for part in language.compile[1:] if part.startswith(("-O", "-std="))]
+        test_flags = flags
+        if quick:
+            test_flags = [part for part in flags if not part.startswith("-O")] + ["-O0"]
+        libraries = [part for part in language.compile if part.startswith("-l")]
+        binds: list[tuple[str, str, bool]] = []
+        library = cpp_rpc_library(sandbox, language)
+        if library is not None:
+            binds.append((str(library), _CPP_RPC_MOUNT, False))
+            libraries = [f"{_CPP_RPC_MOUNT}/{box.LIBRARY_OBJECT}", *libraries]
+        linked = library is not None
+        steps, common = [], []
+        for half, half_flags, mount in (
+            ("server", flags, _CPP_PCH_MOUNT),
+            ("main", test_flags, _CPP_TEST_PCH_MOUNT),
+        ):
+            include = _cpp_common_header(quick)
+            folder = cpp_common_pch(sandbox, language, half_flags, quick)
+            if folder is not None:
+                # The same headers, parsed once per compiler and flags: half of a compile.
+                include = f"#include <{_CPP_PCH_NAME}>\n"
+                half_flags = [f"-I{mount}", *half_flags]
+                binds.append((str(folder), mount, False))
+            common.append(include)
+            output = ["-o", f"{BOX}/{half}", f"{BOX}/{half}.cpp"]
+            steps.append([language.compile[0], *half_flags, *fast_link(), *output, *libraries])
+        server = box.server_source(prompt, program, sig, quick_codec=quick, library=linked)
+        tester = box.test_source(prompt, test, sig, library=linked)
+        return TestBuild(
+            files={
+                "server.cpp": (common[0] + server).encode(),
+                "main.cpp": (common[1] + tester).encode(),
+                **{name: text.encode() for name, text in box.box_files().items()},
+            },
+            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            run=[f"{BOX}/main", "{requests}", "{replies}"],
+            partner=[f"{BOX}/server", "{requests}", "{replies}"],
+            solution_files=("server",),
+            env=dict(language.env),
+            binds=binds,
+            success_marker=nonce,
+            vacuous_marker=vacuous(nonce),
+            stdin=(nonce + "\n").encode(),
+        )
+    raise refuse_unsafe("cpp", "pointers, references to classes, user-defined types")
+
+
+_STDCXX = re.compile(r"#\s*include\s*<bits/stdc\+\+\.h>")
+
+
+def compile_setup(
+    sandbox: BuildHost, language: Language, source: str, argv: list[str]
+) -> tuple[list[str], list[tuple[str, str, bool]], dict[str, str]]:
+    """A program that includes <bits/stdc++.h> compiles against that header precompiled
+    once per toolchain and flags (shared by all workers): most of its compile time."""
+    if not _STDCXX.search(source):
+        return argv, [], {}
+    pch = stdcxx_pch(sandbox, language, sandbox.compile_limits(SandboxLimits()))
+    if pch is None:
+        return argv, [], {}
+    return [argv[0], "-I/pch", *argv[1:]], [(str(pch), "/pch", False)], {}
+
+
+NAME = "C++"
+"""The language's name in prompts."""
+FENCES = ("cpp", "c++", "cxx")
+"""Code-fence tags an answer may use; the first is the one prompts ask for."""
+WORKED_ANSWER = (
+    "#include <iostream>\n"
+    "\n"
+    "int main() {\n"
+    "    long long a, b;\n"
+    "    std::cin >> a >> b;\n"
+    "    std::cout << 2 * a + b << std::endl;\n"
+    "    return 0;\n"
+    "}\n"
+)
+"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
+HUMANEVAL_X = HumanEvalX(file_code="cpp", task_prefix="CPP")
+"""How HumanEval-X names this language (None: not in HumanEval-X)."""

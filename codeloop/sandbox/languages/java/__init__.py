@@ -1,0 +1,121 @@
+"""Java: javac and the JVM, and function tests as two JVMs in two sandboxes (`box`): the
+test's Main and the solution compiled apart, run with assertions enabled (Java/151's
+last check is an `assert`); javac starts from a class-data archive (`javac`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.languages.java import box
+from codeloop.sandbox.languages.java.javac import _javac_steps
+from codeloop.sandbox.languages.java.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.testbuild import (
+    PIPES,
+    BuildHost,
+    TaskRefused,
+    TestBuild,
+    TestContext,
+    make_nonce,
+    refuse_unsafe,
+    vacuous,
+)
+
+_JVM_FAST = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+
+LANGUAGE = Language(
+    name="java",
+    canary=(
+        "public class Main {\n"
+        "    public static void main(String[] args) { System.out.println(1); }\n"
+        "}\n"
+    ),
+    source="Main.java",
+    compile=(
+        "/usr/bin/javac",
+        *(f"-J{flag}" for flag in _JVM_FAST),
+        "-d",
+        "{box}",
+        "-encoding",
+        "UTF-8",
+        # String `+` as StringBuilder calls, as before Java 9, not an
+        # invokedynamic whose bootstrap every JVM start pays for: a HumanEval-X
+        # check's two JVMs ran about a quarter faster. The strings are the same.
+        "-XDstringConcat=inline",
+        "{box}/Main.java",
+    ),
+    run=("/usr/bin/java", *_JVM_FAST, "-Xss64m", "-Xmx{mem}m", "-cp", "{box}", "Main"),
+    version=("/usr/bin/javac", "-version"),
+    tools=("/usr/bin/javac", "/usr/bin/java"),
+    install="apt-get install default-jdk-headless",
+    address_space=False,
+    virtual_overhead_mib=4096,
+    processes=64,
+    startup_s=0.5,
+    memory_overhead_mib=256,
+    out_of_memory=("java.lang.OutOfMemoryError",),
+)
+
+
+_JAVA_MAIN = re.compile(r"\bpublic\s+class\s+Main\b")
+
+
+def compose_test(
+    sandbox: BuildHost,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
+) -> TestBuild:
+    sig = box.signature(context.prompt, context.entry_point) if context.prompt else None
+    if sig is not None and _JAVA_MAIN.search(test) and language.compile is not None:
+        nonce = make_nonce()
+        steps = _javac_steps(sandbox, language, ["drv/Main.java", "srv/Main.java"])
+        java = language.run_argv(memory_mib)[:-3]  # java and its flags, without -cp and class
+        return TestBuild(
+            files={
+                "drv/Main.java": box.driver_source(context.prompt, test, sig).encode(),
+                "srv/Main.java": box.server_source(program).encode(),
+            },
+            compile=steps.argv,
+            run=[java[0], "-ea", *java[1:], "-cp", f"{BOX}/drv", "CodeloopDriver", *PIPES],
+            partner=[*java, "-cp", f"{BOX}/srv", "CodeloopServer", *PIPES],
+            solution_files=("srv",),
+            env=dict(language.env),
+            binds=steps.binds,
+            success_marker=nonce,
+            vacuous_marker=vacuous(nonce),
+            stdin=(nonce + "\n").encode(),
+        )
+    if sig is not None and language.compile is not None:
+        raise TaskRefused(
+            "a java function test must declare `public class Main` (the test's own class, "
+            "compiled apart from the solution)"
+        )
+    raise refuse_unsafe("java", "arrays, user-defined classes")
+
+
+compile_setup = None
+"""No compile extras beyond `LANGUAGE`."""
+
+NAME = "Java"
+"""The language's name in prompts."""
+FENCES = ("java",)
+"""Code-fence tags an answer may use; the first is the one prompts ask for."""
+WORKED_ANSWER = (
+    "import java.util.Scanner;\n"
+    "\n"
+    "public class Main {\n"
+    "    public static void main(String[] args) {\n"
+    "        Scanner in = new Scanner(System.in);\n"
+    "        long a = in.nextLong();\n"
+    "        long b = in.nextLong();\n"
+    "        System.out.println(2 * a + b);\n"
+    "    }\n"
+    "}\n"
+)
+"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
+HUMANEVAL_X = HumanEvalX(file_code="java", task_prefix="Java")
+"""How HumanEval-X names this language (None: not in HumanEval-X)."""

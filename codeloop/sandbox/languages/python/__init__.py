@@ -1,0 +1,78 @@
+"""Python: its sandbox entry, and function tests in two processes (the test's driver and
+the solution's server, `box`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.languages.python import box
+from codeloop.sandbox.languages.python.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.testbuild import PIPES, BuildHost, TestBuild, TestContext, make_nonce, vacuous
+
+LANGUAGE = Language(
+    name="python",
+    source="main.py",
+    run=("/usr/bin/python3", "-S", "-E", "-B", "{box}/main.py"),
+    version=("/usr/bin/python3", "--version"),
+    tools=("/usr/bin/python3",),
+    install="apt-get install python3",
+    out_of_memory=("MemoryError",),
+    compile_error=("SyntaxError:", "IndentationError:", "TabError:"),
+)
+
+
+def compose_test(
+    sandbox: BuildHost,
+    language: Language,
+    program: str,
+    test: str,
+    memory_mib: int,
+    context: TestContext,
+) -> TestBuild:
+    """The test runs in its own process; the solution's functions are called across a pipe.
+
+    See `box`: the nonce, the trusted prompt and the test travel on the driver's
+    stdin (never a file the solution can read); return values cross as plain data. Cold,
+    the solution's server runs in a sandbox of its own (`partner`) over a box holding
+    only the program and the server; warm, the zygote forks it from the driver.
+    """
+    entry_point = context.entry_point or _check_target(test)
+    setup = {
+        "nonce": make_nonce(),
+        "prompt": context.prompt,
+        "test": test,
+        "entry_point": entry_point,
+    }
+    python = ["/usr/bin/python3", "-S", "-E", "-B"]
+    return TestBuild(
+        files={language.source: program.encode(), **box.sources()},
+        run=[*python, f"{BOX}/{box.DRIVER}", *PIPES],
+        partner=[*python, f"{BOX}/{box.SERVER}", *PIPES],
+        solution_files=(language.source, box.SERVER, box.CODEC),
+        env=dict(language.env),
+        success_marker=setup["nonce"],
+        vacuous_marker=vacuous(setup["nonce"]),
+        stdin=(json.dumps(setup) + "\n").encode(),
+    )
+
+
+def _check_target(test: str) -> str | None:
+    """The function a HumanEval-style test hands to `check(...)` on its last such line."""
+    calls = re.findall(r"^check\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$", test, re.MULTILINE)
+    return calls[-1] if calls else None
+
+
+compile_setup = None
+"""No compile extras beyond `LANGUAGE`."""
+
+NAME = "Python"
+"""The language's name in prompts."""
+FENCES = ("python", "py", "python3")
+"""Code-fence tags an answer may use; the first is the one prompts ask for."""
+WORKED_ANSWER = "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(2 * a + b)\n"
+"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
+HUMANEVAL_X = HumanEvalX(file_code="python", task_prefix="Python")
+"""How HumanEval-X names this language (None: not in HumanEval-X)."""

@@ -1,0 +1,63 @@
+"""TypeScript: compiled by tsc to JavaScript, run under node (stdio tasks only)."""
+
+from __future__ import annotations
+
+from codeloop.sandbox.language import NODE_MODULES, Language
+
+LANGUAGE = Language(
+    name="typescript",
+    canary="const canary: number = 1;\nconsole.log(canary);\n",
+    source="main.ts",
+    compile=(
+        "/usr/bin/tsc",
+        "--target",
+        "es2022",
+        "--module",
+        "commonjs",
+        "--types",
+        "node",
+        "--typeRoots",
+        f"{NODE_MODULES}/@types",
+        "--strict",
+        "false",
+        "--skipLibCheck",
+        "--pretty",
+        "false",
+        "--outDir",
+        "{box}/out",
+        "{box}/main.ts",
+    ),
+    run=("/usr/bin/node", "--max-old-space-size={mem}", "{box}/out/main.js"),
+    version=("/usr/bin/tsc", "--version"),
+    tools=("/usr/bin/node", "/usr/bin/tsc", f"{NODE_MODULES}/@types/node"),
+    install="apt-get install nodejs npm && npm install -g typescript@7 @types/node@20",
+    env={"NODE_PATH": NODE_MODULES},
+    address_space=False,
+    virtual_overhead_mib=1024,
+    processes=32,
+    startup_s=0.2,
+    memory_overhead_mib=64,
+    out_of_memory=("heap out of memory", "Allocation failed"),
+)
+
+compose_test = None
+
+
+compile_setup = None
+"""No compile extras beyond `LANGUAGE`."""
+
+NAME = "TypeScript"
+"""The language's name in prompts."""
+FENCES = ("typescript", "ts")
+"""Code-fence tags an answer may use; the first is the one prompts ask for."""
+WORKED_ANSWER = (
+    'import * as fs from "fs";\n'
+    "\n"
+    'const [a, b] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+    "console.log(2 * a + b);\n"
+)
+"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
+HUMANEVAL_X = None
+"""How HumanEval-X names this language (None: not in HumanEval-X)."""
+trivial_programs = None
+"""No trivial-answer builder: the language has no function tasks."""

@@ -1,0 +1,121 @@
+"""Processes a run leaves behind: a worker adopts orphans (a subreaper) and reaps them
+between runs, and a worker taking a uid slot ends whatever still runs under that uid
+(left by a worker that died)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import time
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+RUN_UID_BASE = 61000
+"""Programs run as uid RUN_UID_BASE + a slot their worker process claimed (only when the
+harness is root); RUN_UID_SLOTS slots, so no two live workers share a uid."""
+
+
+def uid_processes(uid: int) -> list[int]:
+    """The pids of the processes whose real uid is `uid`, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(entry))
+                        break
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def end_leftovers(slot: int, settle_s: float = 2.0) -> None:
+    """Kill what still runs under a slot's uid when a worker takes the slot: a process
+    left by a worker that died (no live codeloop process holds the slot), which would
+    otherwise count against this worker's RLIMIT_NPROC and share a uid with its checks."""
+    uid = RUN_UID_BASE + slot
+    deadline = time.monotonic() + settle_s
+    while (left := uid_processes(uid)) and time.monotonic() < deadline:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+_subreaper = False
+"""Whether this process adopts orphans (a sandbox worker): then every child it has
+between two runs is a leftover of the last run, and `run` waits for them to go."""
+
+ORPHAN_SETTLE_S = 2.0
+"""How long `run` waits, in a worker, for the last run's killed processes to exit."""
+
+
+def become_subreaper() -> None:
+    """Make this process adopt orphaned descendants so that it can reap them."""
+    global _subreaper
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+_long_lived: set[int] = set()
+"""Children of this worker that outlive runs (its warm sandbox): never waited for."""
+
+
+def keep_child(pid: int, kept: bool = True) -> None:
+    """Tell `reap_orphans` that child `pid` lives on between runs (or no longer does)."""
+    if kept:
+        _long_lived.add(pid)
+    else:
+        _long_lived.discard(pid)
+
+
+def _children() -> set[int]:
+    """This process's children, from /proc (the kernel here may not list them per task)."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me:
+            found.add(int(entry))
+    return found
+
+
+def reap_orphans(settle_s: float = 0.0) -> None:
+    """Collect every exited child (adopted orphans included).
+
+    `settle_s` > 0: also wait up to that long for children that are still exiting.
+    A killed sandbox's pid-1 leaves its cgroup before it has reaped its namespace and
+    become our zombie, so a reap that never blocks can miss it; it would then stay a
+    zombie under a sandbox uid until the next run. Long-lived children (`keep_child`)
+    are not waited for.
+    """
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if time.monotonic() >= deadline:
+                return
+            if _long_lived and _children() <= _long_lived:
+                return
+            time.sleep(0.002)
+
+
+def is_subreaper() -> bool:
+    """Whether this process adopts orphans (see `become_subreaper`)."""
+    return _subreaper

@@ -1,0 +1,131 @@
+"""What a check is asked (`CheckRequest`: a program and its cases or test) and what it
+answers (`Check`: one status from a closed set, feedback, timings).
+
+An environment problem (toolchain missing, sandbox broken) is its own status and never
+counts as a wrong answer.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from codeloop.config import SandboxLimits
+
+Status = Literal[
+    "passed",
+    "wrong_answer",
+    "runtime_error",
+    "compile_error",
+    "timeout",
+    "memory_limit",
+    "output_limit",
+    "environment_error",
+]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+FEEDBACK_CHARS = 2000
+
+
+MAX_PROGRAM_BYTES = 256 * 1024
+"""Largest program the sandbox compiles or runs (model answers are a few KiB)."""
+
+
+COMPILE_VIRTUAL_OVERHEAD_MIB = 4096
+"""Compile steps' address space beyond their memory limit where no memory cgroup caps
+them (javac's JVM reserves about 4 GiB it does not use; see RunLimits)."""
+
+
+class Case(BaseModel):
+    """One test case: what the program reads and what it must print."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: str
+    output: str
+
+
+NEEDS_PROMPT = frozenset({"cpp", "go", "java", "rust"})
+"""Languages whose function tests are compiled against a proxy built from the trusted
+declaration (`prompt`): without one, a check is refused."""
+
+
+class CheckRequest(BaseModel):
+    """One program to check: stdio cases, or (for function tasks) a test program."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: str
+    program: str
+    cases: list[Case] = Field(default_factory=list)
+    checker: str = "lines"
+    test: str | None = None
+    prompt: str = ""
+    """For function tests: the task's own code (e.g. HumanEval's prompt), whose helpers the
+    test may call; it runs on the test's side, so the program cannot redefine them."""
+    entry_point: str | None = None
+    """For function tests: the function under test (default: what the test hands to
+    `check(...)`)."""
+    limits: SandboxLimits | None = None
+    every_case: bool = False
+    """Stdio cases: run every case even after one failed, so that `cases_passed` counts
+    all that pass (partial credit for an RL reward); the status is still the first
+    failure's. False: stop at the first failure (a verdict needs no more)."""
+
+    @model_validator(mode="after")
+    def _something_to_check(self) -> CheckRequest:
+        # A check with nothing to run would pass any program: a vacuous verdict is a
+        # reward for nothing, so it is refused, never judged "passed".
+        if self.test is None and not self.cases:
+            raise ValueError("a check needs at least one test case (or a test program)")
+        if self.test is not None and not self.test.strip():
+            raise ValueError("the test program is empty")
+        if self.test is not None and self.language in NEEDS_PROMPT and not self.prompt.strip():
+            # Without the function's trusted declaration the test cannot be built apart
+            # from the solution, and in one process the solution could forge the verdict.
+            raise ValueError(
+                f"a {self.language} function test needs `prompt`: the trusted code that "
+                "declares the function under test (as HumanEval-X's prompt), so that the "
+                "test is compiled apart from the solution"
+            )
+        if (
+            self.test is not None
+            and self.language == "javascript"
+            and not self.prompt.strip()
+            and not self.entry_point
+        ):
+            raise ValueError(
+                "a javascript function test needs `entry_point` (or a `prompt` that "
+                "declares it), so that the test runs apart from the solution"
+            )
+        return self
+
+
+class Check(BaseModel):
+    """The verdict on one program."""
+
+    status: Status
+    feedback: str = ""
+    compile_ms: float = 0.0
+    run_ms: float = 0.0
+    peak_memory_kib: int | None = None
+    cases_passed: int = 0
+    cases_total: int = 0
+    backend: str = ""
+    task_error: bool = False
+    """With `environment_error`: the task's own test cannot give a verdict here (it never
+    called the solution, ran no test function, or needs what this machine lacks). Not
+    the program's doing and not a passing infrastructure fault: never retried, never
+    blamed on the program, never a pass."""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def summary(self) -> dict:
+        """One line of `codeloop check --batch`'s output (docs/ARCHITECTURE.md)."""
+        return {
+            "status": self.status,
+            "passed": self.passed,
+            "feedback": self.feedback,
+            "compile_ms": round(self.compile_ms, 1),
+            "run_ms": round(self.run_ms, 1),
+        }

@@ -1,0 +1,1 @@
+"""Helpers the tests share (fixtures, probes, builders); this package holds no tests."""
