@@ -2,17 +2,21 @@
 
 Expert iteration is round 1 of a cpu-demo session that bench/learning.py made: the
 round's train tasks, a greedy answer and the seeded samples of each, and the
-verified ones trained on (its candidate adapter). GRPO (`codeloop.reward.grpo`: TRL's
-GRPOTrainer rewarded by the sandbox) gets the same number of sampled completions
-from the same base model: steps = completions / (prompts_per_step * num_generations),
-with the preset's LoRA shape and learning rate. The base model and both adapters are
-then evaluated greedily, side by side in this run, on the session's fixed
-development set and on the non-curriculum held-out problems (bench/learning.py's
-evaluation). Appends one entry to bench/RESULTS.md: both scores, the budget, each
-method's wall time and GRPO's mean reward per step.
+verified ones trained on (its candidate adapter). Two GRPO arms (`codeloop.reward.grpo`:
+TRL's GRPOTrainer rewarded by the sandbox, `--scoring`, groups of `--num-generations`)
+get the same number of sampled completions: steps = completions / (prompts_per_step *
+num_generations), with the preset's LoRA shape and learning rate:
+  - "GRPO": from the base model, a new adapter;
+  - "expert iteration, then GRPO": from expert iteration's adapter (its budget is
+    expert iteration's completions plus the same number again, stated in the entry).
+The base model and every adapter are then evaluated greedily, side by side in this
+run, on the session's fixed development set and on the non-curriculum held-out
+problems (bench/learning.py's evaluation). Appends one entry to bench/RESULTS.md: the
+scores, the budget, each arm's wall time, its mean reward per step and the share of
+groups without reward spread (no advantage: GRPO learns nothing from them).
 
     .venv/bin/python bench/grpo_vs_ei.py [--session sessions/bench-learning-N] \
-        [--round 1] [--num-generations 4] [--prompts-per-step 2]
+        [--round 1] [--num-generations 8] [--prompts-per-step 1] [--scoring fraction]
 
 Slow on CPU: each GRPO step generates prompts_per_step x num_generations answers
 and backpropagates through them, and the 240-completion budget of a cpu-demo round
@@ -65,9 +69,10 @@ def main() -> None:
         help="a bench/learning.py session (default: the newest under sessions/)",
     )
     parser.add_argument("--round", type=int, default=1)
-    parser.add_argument("--num-generations", type=int, default=4)
-    parser.add_argument("--prompts-per-step", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None, help="GRPO adapter folder")
+    parser.add_argument("--num-generations", type=int, default=8)
+    parser.add_argument("--prompts-per-step", type=int, default=1)
+    parser.add_argument("--scoring", choices=["pass", "fraction"], default="fraction")
+    parser.add_argument("--out", type=Path, default=None, help="GRPO adapters' parent folder")
     args = parser.parse_args()
 
     if args.session is None:
@@ -93,15 +98,17 @@ def main() -> None:
     steps = max(1, round(drawn / per_step))
     out = args.out or session.parent / f"{session.name}-grpo-{args.round:06d}"
     model = str(hf_folder(resolve(config.engine.model)))
-    started = time.monotonic()
-    if (out / "grpo.json").exists():  # trained by an earlier run of this script
-        report = store.read(out / "grpo.json")
-        grpo_seconds = float(report.get("step_seconds", "nan"))
-    else:
+
+    def grpo_arm(folder: Path, adapter: Path | None) -> tuple[dict, float]:
+        """Train (or resume, or read back) one GRPO arm; its report and wall seconds."""
+        started = time.monotonic()
+        if (folder / "grpo.json").exists():  # trained by an earlier run of this script
+            report = store.read(folder / "grpo.json")
+            return report, float(report.get("step_seconds", "nan"))
         report = grpo.train(
             config,
             model,
-            out,
+            folder,
             steps=steps,
             num_generations=args.num_generations,
             prompts_per_step=args.prompts_per_step,
@@ -109,42 +116,63 @@ def main() -> None:
             learning_rate=config.train.learning_rate,
             temperature=config.round.sample_temperature,
             save_steps=max(1, steps // 4),
-            resume=any(out.glob("checkpoint-*")),
+            resume=any(folder.glob("checkpoint-*")),
+            scoring=args.scoring,
+            adapter=adapter,
         )
-        grpo_seconds = time.monotonic() - started
-        if report.get("step_seconds") and grpo_seconds < report["step_seconds"]:
+        seconds = time.monotonic() - started
+        if report.get("step_seconds") and seconds < report["step_seconds"]:
             # resumed from a checkpoint: this run's time is only part of it, and TRL's
             # per-step times (restored with the checkpoint) cover every step
-            grpo_seconds = report["step_seconds"]
+            seconds = report["step_seconds"]
+        return report, seconds
+
+    reports = {
+        "GRPO": grpo_arm(out / "from-base", None),
+        "expert iteration, then GRPO": grpo_arm(out / "from-expert-iteration", ei_adapter),
+    }
+    adapters = {
+        "base": None,
+        "expert iteration": ei_adapter,
+        "GRPO": out / "from-base",
+        "expert iteration, then GRPO": out / "from-expert-iteration",
+    }
 
     languages = list(config.tasks.languages)
     fixed = [Task.model_validate(t) for t in store.read(session / "development.json")["tasks"]]
     held = heldout.tasks(languages)
     rows = []
-    for name, adapter in (("base", None), ("expert iteration", ei_adapter), ("GRPO", out)):
+    for name, adapter in adapters.items():
         dev, other = evaluate(config, adapter, fixed), evaluate(config, adapter, held)
         rows.append((name, dev, other))
         print(f"{name}: dev {pooled(dev):.1f}% non-curriculum {pooled(other):.1f}%", flush=True)
 
-    rewards = " ".join(f"{entry['reward']:.2f}" for entry in report["rewards"])
     lines = [
-        f"session {session.name}, round {args.round}; budget {drawn} sampled completions each "
-        f"(expert iteration: collect's greedy answers and samples; GRPO: {steps} steps x "
-        f"{args.prompts_per_step} prompts x {args.num_generations} generations, lr "
-        f"{config.train.learning_rate}, LoRA r={config.train.rank}, temperature "
-        f"{config.round.sample_temperature}).",
+        f"session {session.name}, round {args.round}; budget {drawn} sampled completions per "
+        f"arm (expert iteration: collect's greedy answers and samples; GRPO: {steps} steps x "
+        f"{args.prompts_per_step} prompts x {args.num_generations} generations, scoring "
+        f"{args.scoring}, lr {config.train.learning_rate}, LoRA r={config.train.rank}, "
+        f"temperature {config.round.sample_temperature}; expert iteration, then GRPO: "
+        f"{2 * drawn} in all).",
         "",
         "| model | wall s (collect+export+train / GRPO) | fixed dev set | non-curriculum | "
-        "non-curriculum per language |",
-        "|---|---|---|---|---|",
+        "groups without spread | non-curriculum per language |",
+        "|---|---|---|---|---|---|",
     ]
-    seconds = {"base": "-", "expert iteration": f"{ei_seconds:.0f}", "GRPO": f"{grpo_seconds:.0f}"}
+    seconds = {"base": "-", "expert iteration": f"{ei_seconds:.0f}"}
+    spread = {"base": "-", "expert iteration": "-"}
+    for name, (report, wall) in reports.items():
+        seconds[name] = f"{wall:.0f}"
+        shares = [e["zero_std"] for e in report["rewards"] if e.get("zero_std") is not None]
+        spread[name] = f"{sum(shares) / len(shares):.0%}" if shares else "not logged"
     for name, dev, other in rows:
         lines.append(
             f"| {name} | {seconds[name]} | {pooled(dev):.1f}% | {pooled(other):.1f}% | "
-            f"{cells(other, languages)} |"
+            f"{spread[name]} | {cells(other, languages)} |"
         )
-    lines += ["", f"GRPO mean reward per step: {rewards or 'none logged'}"]
+    for name, (report, _wall) in reports.items():
+        rewards = " ".join(f"{entry['reward']:.2f}" for entry in report["rewards"])
+        lines += ["", f"{name}: mean reward per step: {rewards or 'none logged'}"]
     record("GRPO vs expert iteration, same completion budget (bench/grpo_vs_ei.py)", lines)
 
 

@@ -232,6 +232,27 @@ def test_grpo_learns_from_groups_whose_rewards_differ(tmp_path: Path) -> None:
     ]
     assert moved, "no lora_B matrix moved from zero"
 
+    # RL after expert iteration: GRPO continues from an adapter instead of a new one
+    again = train(
+        config,
+        str(tmp_path / "taught"),
+        tmp_path / "again",
+        steps=2,
+        num_generations=8,
+        prompts_per_step=1,
+        max_completion_length=len(whole) - len(asked) + 8,
+        learning_rate=1e-2,
+        temperature=1.0,
+        save_steps=10,
+        rows=[row] * 8,
+        adapter=tmp_path / "grpo",
+    )
+    assert again["adapter"] == str(tmp_path / "grpo")
+    continued = load_file(tmp_path / "again" / "adapter_model.safetensors")
+    assert set(continued) == set(weights)  # the same adapter's matrices, trained further
+    assert any(entry["zero_std"] < 1.0 for entry in again["rewards"]), again["rewards"]
+    assert any(not torch.equal(continued[name], weights[name]) for name in weights)
+
 
 def test_the_async_reward_is_awaited_by_trl_and_scores_as_the_sync_one() -> None:
     import asyncio

@@ -66,11 +66,14 @@ def train(
     resume: bool = False,
     scoring: str = "pass",
     rows: list[dict[str, Any]] | None = None,
+    adapter: Path | None = None,
 ) -> dict[str, Any]:
     """Run `steps` GRPO steps; write the adapter and `grpo.json` to `output`.
 
     `rows` replaces the curriculum's train tasks (each a `prompt` plus the reward's spec
-    columns). Per step, `grpo.json` records the mean reward, its spread within groups
+    columns). `adapter` starts from a LoRA adapter (say, the one expert iteration kept:
+    first expert iteration, then RL, as published pipelines do) instead of a new one.
+    Per step, `grpo.json` records the mean reward, its spread within groups
     (`reward_std`) and the share of groups whose rewards were all equal (`zero_std`):
     such a group has no advantage, so GRPO learns nothing from it.
     """
@@ -90,6 +93,10 @@ def train(
     model = AutoModelForCausalLM.from_pretrained(
         model_path, local_files_only=True, dtype=torch.float32
     )
+    if adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
     args = GRPOConfig(
         output_dir=str(output),
         max_steps=steps,
@@ -114,7 +121,9 @@ def train(
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=LoraConfig(
+        peft_config=None
+        if adapter is not None
+        else LoraConfig(
             r=config.train.rank,
             lora_alpha=config.train.alpha,
             lora_dropout=0.0,
@@ -157,6 +166,7 @@ def train(
         "seed": config.seed,
         "scoring": scoring,
         "resumed_from": last[-1].name if resume and last else None,
+        "adapter": str(adapter) if adapter is not None else None,
     }
     store.write_json(output / "grpo.json", report)
     return report
