@@ -375,3 +375,27 @@ def test_the_launcher_without_a_terminal_prints_one_line_per_phase_and_the_table
     assert "│ python │ 0.333 (1/3) │ 1.000 (3/3) │ 2 │ 0 │" in shown
     assert "0:00:" not in shown, "no live bar (with its elapsed time) without a terminal"
     assert len(shown.splitlines()) < 30
+
+
+def test_audit_flips_are_named_by_family_and_language(tmp_path: Path) -> None:
+    """A decision's audit evidence names the problems, not only their hashes."""
+    from codeloop.loop.display import _audit_lines
+
+    folder = tmp_path / "round-000001"
+    flip = {"flip": "lost", "id": "abc", "parent_passes": 2, "candidate_passes": 0}
+    audit = {
+        "total": 48,
+        "before": 3,
+        "after": 3,
+        "gained": 0,
+        "lost": 1,
+        "confirmation": {"tasks": [{**flip, "pairs": 9, "p": 0.25, "counted": False}]},
+    }
+    store.write_json(folder / "finish.json", {"comparisons": {"audit": audit}})
+    row = {"id": "abc", "family": "curriculum/max-two", "language": "javascript"}
+    store.write_json(folder / "audit-candidate" / "rows.json", {"rows": [row]})
+    lines = _audit_lines(folder)
+    assert lines[1] == (
+        "  lost max-two (javascript) abc: parent 2/9, candidate 0/9 samples, "
+        "p=0.25 (noise, excused)"
+    )

@@ -358,6 +358,17 @@ def round_lines(folder: Path) -> list[str]:
     return lines
 
 
+def _audit_task_names(folder: Path) -> dict[str, str]:
+    """`family (language) ` of each audit task by id, from the candidate's audit rows, so
+    a rejection names the problems that decided it, not only their hashes."""
+    rows = store.read(folder / "audit-candidate" / "rows.json", {}).get("rows", [])
+    return {
+        row["id"]: f"{row['family'].split('/')[-1]} ({row['language']}) "
+        for row in rows
+        if isinstance(row, dict) and row.get("family") and row.get("language")
+    }
+
+
 def _audit_lines(folder: Path) -> list[str]:
     finish = result(folder, "finish") or {}
     audit = finish.get("comparisons", {}).get("audit")
@@ -367,10 +378,13 @@ def _audit_lines(folder: Path) -> list[str]:
             f"{audit['after']}/{audit['total']}; gained {audit['gained']}, lost {audit['lost']}"
         ]
         evidence = audit.get("confirmation")
+        names = _audit_task_names(folder)
         for task in (evidence or {}).get("tasks", []):
             verdict = "counted" if task["counted"] else "noise, excused"
+            name = names.get(task["id"], "")
             lines.append(
-                f"  {task['flip']} {task['id']}: parent {task['parent_passes']}/{task['pairs']}, "
+                f"  {task['flip']} {name}{task['id']}: parent {task['parent_passes']}/"
+                f"{task['pairs']}, "
                 f"candidate {task['candidate_passes']}/{task['pairs']} samples, "
                 f"p={task['p']:.3g} ({verdict})"
             )
