@@ -211,19 +211,24 @@ def test_grpo_learns_from_groups_whose_rewards_differ(tmp_path: Path) -> None:
 
     config = load_preset("cpu-demo")
     row = {"prompt": prompt, "language": "python", "cases": '[{"input": "", "output": "1\\n"}]'}
-    report = train(
-        config,
-        str(tmp_path / "taught"),
-        tmp_path / "grpo",
-        steps=3,
-        num_generations=8,
-        prompts_per_step=1,
-        max_completion_length=len(whole) - len(asked) + 8,
-        learning_rate=1e-2,
-        temperature=1.0,
-        save_steps=10,
-        rows=[row] * 8,
-    )
+
+    def grpo(folder: str, steps: int, adapter: Path | None = None) -> dict:
+        return train(
+            config,
+            str(tmp_path / "taught"),
+            tmp_path / folder,
+            steps=steps,
+            num_generations=8,
+            prompts_per_step=1,
+            max_completion_length=len(whole) - len(asked) + 8,
+            learning_rate=1e-2,
+            temperature=1.0,
+            save_steps=10,
+            rows=[row] * 8,
+            adapter=adapter,
+        )
+
+    report = grpo("grpo", steps=3)
     assert any(entry["zero_std"] < 1.0 for entry in report["rewards"]), report["rewards"]
     assert any(0.0 < entry["reward"] < 1.0 for entry in report["rewards"]), report["rewards"]
     weights = load_file(tmp_path / "grpo" / "adapter_model.safetensors")
@@ -233,20 +238,7 @@ def test_grpo_learns_from_groups_whose_rewards_differ(tmp_path: Path) -> None:
     assert moved, "no lora_B matrix moved from zero"
 
     # RL after expert iteration: GRPO continues from an adapter instead of a new one
-    again = train(
-        config,
-        str(tmp_path / "taught"),
-        tmp_path / "again",
-        steps=2,
-        num_generations=8,
-        prompts_per_step=1,
-        max_completion_length=len(whole) - len(asked) + 8,
-        learning_rate=1e-2,
-        temperature=1.0,
-        save_steps=10,
-        rows=[row] * 8,
-        adapter=tmp_path / "grpo",
-    )
+    again = grpo("again", steps=2, adapter=tmp_path / "grpo")
     assert again["adapter"] == str(tmp_path / "grpo")
     continued = load_file(tmp_path / "again" / "adapter_model.safetensors")
     assert set(continued) == set(weights)  # the same adapter's matrices, trained further
