@@ -11,6 +11,7 @@ with exit code 0 before the tests ran (a reward hack) is not a pass.
 from __future__ import annotations
 
 import os
+import shlex
 
 import pytest
 from pydantic import ValidationError
@@ -32,7 +33,7 @@ from codeloop.sandbox.cache import cache_root
 from codeloop.sandbox.check import Sandbox
 from codeloop.sandbox.languages.cpp import box as cppbox
 from codeloop.sandbox.languages.go import box as gobox
-from codeloop.sandbox.languages.go.library import testify_without_http
+from codeloop.sandbox.languages.go import library as go_library
 from codeloop.sandbox.languages.go.source import go_split_imports, go_test_file
 from codeloop.sandbox.languages.java import javac
 from codeloop.sandbox.languages.java.javac import _javac_steps
@@ -165,6 +166,17 @@ def _compose(problems: Problems, task_id: str) -> function_tests.TestBuild:
     return function_tests.compose(
         Sandbox("bwrap", worker=23), language, request.program, request.test or "", 512, context
     )
+
+
+def _halves(build: function_tests.TestBuild) -> list[str]:
+    """The compile commands of a two-process build: the solution's half, the test's."""
+    assert build.compile is not None and build.trusted is not None
+    return [shlex.join(build.compile), shlex.join(build.trusted.compile)]
+
+
+def _files(build: function_tests.TestBuild) -> dict[str, bytes]:
+    """Both halves' files (the test's half compiles in a box of its own)."""
+    return {**build.files, **(build.trusted.files if build.trusted else {})}
 
 
 @pytest.fixture(scope="module")
@@ -357,9 +369,7 @@ def test_cpp_and_rust_halves_link_with_gold_where_installed(
         pytest.skip("binutils' gold is not installed here")
 
     def compile_command() -> str:
-        build = _compose(problems, f"{PREFIX[language]}/0")
-        assert build.compile is not None and build.compile[:2] == ["/bin/sh", "-c"]
-        return build.compile[2]
+        return " && ".join(_halves(_compose(problems, f"{PREFIX[language]}/0")))
 
     gold = "-fuse-ld=gold" if language == "cpp" else "-C link-arg=-fuse-ld=gold"
     assert [step.count(gold) for step in compile_command().split(" && ")] == [1, 1]
@@ -377,20 +387,18 @@ def test_cpp_test_half_compiles_unoptimized_and_the_solution_as_written(
     # Run in the sandbox: this solution returns a wrong answer unless it is optimized.
     assert checks["optimized", "CPP/0"].passed, checks["optimized", "CPP/0"]
     build = _compose(problems, "CPP/0")
-    assert build.compile is not None
-    server, main = build.compile[2].split(" && ")
+    server, main = _halves(build)
     assert " -O2 " in server and " -O0 " not in server
     assert " -O0 " in main and " -O2 " not in main
-    source = build.files["server.cpp"].decode()
+    source = _files(build)["server.cpp"].decode()
     ours, program = source.split('#line 1 "main.cpp"\n')
     assert ours.count("#pragma GCC push_options") == ours.count("#pragma GCC pop_options") == 2
     assert ours.rstrip().endswith("#pragma GCC pop_options")
     assert "#pragma" not in program
     monkeypatch.setenv("CODELOOP_CPP_QUICK_TEST", "off")
     build = _compose(problems, "CPP/0")
-    assert build.compile is not None
-    assert [" -O2 " in half for half in build.compile[2].split(" && ")] == [True, True]
-    assert "#pragma" not in build.files["server.cpp"].decode()
+    assert [" -O2 " in half for half in _halves(build)] == [True, True]
+    assert "#pragma" not in _files(build)["server.cpp"].decode()
 
 
 def test_cpp_halves_link_the_codec_library_built_once(
@@ -401,20 +409,19 @@ def test_cpp_halves_link_the_codec_library_built_once(
     canonical checks above run this way, boost::any and map signatures included.
     CODELOOP_CPP_RPC_LIB=off (benches) compiles it into each half."""
     build = _compose(problems, "CPP/0")
-    assert build.compile is not None
     linked = f"/cpprpc/{cppbox.LIBRARY_OBJECT}"
-    assert [linked in half for half in build.compile[2].split(" && ")] == [True, True]
+    assert [linked in half for half in _halves(build)] == [True, True]
     assert ("/cpprpc", False) in [(mount, writable) for _, mount, writable in build.binds]
     for half in ("server.cpp", "main.cpp"):
-        text = build.files[half].decode()
+        text = _files(build)[half].decode()
         assert text.index("#define CODELOOP_RPC_LIBRARY 1") < text.index(
             f'#include "{cppbox.HEADER}"'
         )
     monkeypatch.setenv("CODELOOP_CPP_RPC_LIB", "off")
     build = _compose(problems, "CPP/0")
-    assert build.compile is not None and "/cpprpc" not in build.compile[2]
-    assert "CODELOOP_RPC_LIBRARY" not in build.files["main.cpp"].decode()
-    assert cppbox.IMPL in build.files  # the header includes the definitions
+    assert "/cpprpc" not in " ".join(_halves(build))
+    assert "CODELOOP_RPC_LIBRARY" not in _files(build)["main.cpp"].decode()
+    assert cppbox.IMPL in _files(build)  # the header includes the definitions
 
 
 def test_rust_halves_use_the_codec_library_built_once(
@@ -424,19 +431,18 @@ def test_rust_halves_use_the_codec_library_built_once(
     instead of compiling its source into each crate; the canonical checks above run
     this way. CODELOOP_RUST_RPC_LIB=off (benches) compiles the module into each crate."""
     build = _compose(problems, "Rust/0")
-    assert build.compile is not None
     extern = "--extern codeloop_rpc_lib=/rpclib/libcodeloop_rpc_lib.rlib"
-    assert [extern in half for half in build.compile[2].split(" && ")] == [True, True]
+    assert [extern in half for half in _halves(build)] == [True, True]
     assert ("/rpclib", False) in [(mount, writable) for _, mount, writable in build.binds]
     assert all(not writable for _, _, writable in build.binds)
-    assert "codeloop_rpc.rs" not in build.files
+    assert "codeloop_rpc.rs" not in _files(build)
     for half in ("server.rs", "main.rs"):
-        assert "pub use ::codeloop_rpc_lib::*;" in build.files[half].decode()
+        assert "pub use ::codeloop_rpc_lib::*;" in _files(build)[half].decode()
     monkeypatch.setenv("CODELOOP_RUST_RPC_LIB", "off")
     build = _compose(problems, "Rust/0")
-    assert build.compile is not None and "codeloop_rpc_lib" not in build.compile[2]
-    assert "codeloop_rpc.rs" in build.files
-    assert '#[path = "codeloop_rpc.rs"]' in build.files["main.rs"].decode()
+    assert "codeloop_rpc_lib" not in " ".join(_halves(build))
+    assert "codeloop_rpc.rs" in _files(build)
+    assert '#[path = "codeloop_rpc.rs"]' in _files(build)["main.rs"].decode()
 
 
 def test_go_links_the_codec_package_and_testify_without_http(
@@ -455,12 +461,12 @@ def test_go_links_the_codec_package_and_testify_without_http(
         languages.GO_PATH,
     ]
     assert ("/gopath-codeloop", False) in [(mount, rw) for _, mount, rw in build.binds]
-    assert "drv/codeloop_rpc.go" in build.files and "drv/codeloop_codec.go" not in build.files
-    assert '"codeloop/rpc"' in build.files["srv/codeloop_rpc.go"].decode()
+    assert "drv/codeloop_rpc.go" in _files(build) and "drv/codeloop_codec.go" not in _files(build)
+    assert '"codeloop/rpc"' in _files(build)["srv/codeloop_rpc.go"].decode()
     for name in ("http", "require"):
         check = checks["go-tests", name]
         assert check.passed, (name, check)
-    trimmed = testify_without_http()
+    trimmed = go_library.testify_without_http()
     assert trimmed is not None
     text = b"".join(trimmed.values()).decode()
     assert "func HTTPBodyContains(" not in text and '"net/http"' not in text
@@ -468,7 +474,7 @@ def test_go_links_the_codec_package_and_testify_without_http(
     monkeypatch.setenv("CODELOOP_GO_LIBRARY", "off")
     build = _compose(problems, "Go/0")
     assert build.env["GOPATH"] == languages.GO_PATH and build.binds == []
-    assert "drv/codeloop_codec.go" in build.files and "drv/codeloop_rpc.go" not in build.files
+    assert "drv/codeloop_codec.go" in _files(build) and "drv/codeloop_rpc.go" not in _files(build)
 
 
 def test_go_runs_every_test_function_as_go_test_finds_them(checks: dict) -> None:

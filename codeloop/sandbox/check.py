@@ -12,12 +12,13 @@ and never counts as a wrong answer.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness
-from codeloop.sandbox.cache import CompileCache, compile_key, shared_folder
+from codeloop.sandbox.cache import CompileCache, compile_key, locked, shared_folder
 from codeloop.sandbox.function_tests import TaskRefused, TestBuild, TestContext, compose
 from codeloop.sandbox.language import Language
 from codeloop.sandbox.languages import get, home, toolchain_version
@@ -125,9 +126,12 @@ class Sandbox:
         files: dict[str, bytes],
         limits: SandboxLimits,
         build: TestBuild | None = None,
+        argv: list[str] | None = None,
     ) -> tuple[Check | None, float]:
-        """Compile in the sandbox (or load from cache); a Check only when it failed."""
-        argv = build.compile if build else language.compile_argv(limits.memory_mib)
+        """Compile in the sandbox (or load from cache); a Check only when it failed.
+
+        `argv`: the command (default: the build's, else the language's stdio compile)."""
+        argv = argv or (build.compile if build else language.compile_argv(limits.memory_mib))
         if argv is None:
             return None, 0.0
         source = files.get(language.source, b"").decode("utf-8", errors="replace")
@@ -161,6 +165,33 @@ class Sandbox:
             feedback = _compile_feedback(outcome["stderr"])
             return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
         return None, elapsed
+
+    def _compile_trusted(
+        self, language: Language, box: Path, build: TestBuild, limits: SandboxLimits
+    ) -> tuple[Check | None, float]:
+        """The test's half into `box`: from the compile cache, else compiled once.
+
+        It is compiled in a box of its own (the solution's compile never sees the
+        test, and the test's never sees the solution), under a lock per key, so that
+        workers checking answers to one task build it once between them; then its
+        box (sources and products) is copied into `box`. A failure is reported as the
+        combined compile's was: a compile_error with the compiler's output.
+        """
+        trusted = build.trusted
+        assert trusted is not None
+        stripe = compile_key(language.name, "", trusted.compile, trusted.files)[:2]
+        with locked(f"trusted-{stripe}"):
+            own = harness.prepare_box(self.scratch, self.backend.compile_uid)
+            try:
+                write_box(own, trusted.files, self.backend.compile_uid)
+                failed, elapsed = self._compile(
+                    language, own, trusted.files, limits, build, trusted.compile
+                )
+                if failed is None:
+                    shutil.copytree(own, box, symlinks=True, dirs_exist_ok=True)
+            finally:
+                harness.remove_box(own)
+        return failed, elapsed
 
     def _compile_in_service(
         self,
@@ -313,18 +344,18 @@ class Sandbox:
         if run is not None:
             return self._test_verdict(language, build, run, 0.0)
         box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        test_ms = 0.0
         try:
-            for name, data in build.files.items():
-                path = box / name
-                if not path.parent.exists():
-                    path.parent.mkdir(parents=True)
-                    if self.backend.compile_uid is not None:  # compilers write there
-                        os.chown(path.parent, self.backend.compile_uid, self.backend.compile_uid)
-                path.write_bytes(data)
-                path.chmod(0o644)
+            write_box(box, build.files, self.backend.compile_uid)
             failed, compile_ms = self._compile(language, box, build.files, limits, build)
+            if failed is None and build.trusted is not None:
+                # After the solution's compile, which so never sees the test's sources.
+                failed, test_ms = self._compile_trusted(language, box, build, limits)
+                compile_ms += test_ms
             if failed:
-                return failed
+                return failed.model_copy(
+                    update={"compile_ms": compile_ms, "test_compile_ms": test_ms}
+                )
             run = harness.run(
                 self.backend,
                 build.run,
@@ -338,7 +369,8 @@ class Sandbox:
             )
         finally:
             harness.remove_box(box)
-        return self._test_verdict(language, build, run, compile_ms)
+        verdict = self._test_verdict(language, build, run, compile_ms)
+        return verdict.model_copy(update={"test_compile_ms": test_ms})
 
     def _run_warm(
         self, language: Language, build: TestBuild, limits: SandboxLimits
@@ -474,3 +506,16 @@ class Sandbox:
             cases_total=len(request.cases),
             backend=self.backend.name,
         )
+
+
+def write_box(box: Path, files: dict[str, bytes], compile_uid: int | None) -> None:
+    """Write `files` into `box`, readable by the sandbox; the folders they create are the
+    compile uid's (compilers write their products there)."""
+    for name, data in files.items():
+        path = box / name
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True)
+            if compile_uid is not None:
+                os.chown(path.parent, compile_uid, compile_uid)
+        path.write_bytes(data)
+        path.chmod(0o644)

@@ -115,7 +115,7 @@ class WorkerPool:
         """
         results: list[Check | None] = [None] * len(requests)
         todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for index in range(len(requests)):
+        for index in leaders_first(requests):
             todo.put(index)
         done_lock = threading.Lock()
         stopped = threading.Event()
@@ -168,6 +168,28 @@ class WorkerPool:
     def stop(self) -> None:
         for worker in self.workers:
             worker.stop()
+
+
+def leaders_first(requests: list[CheckRequest]) -> list[int]:
+    """The order to start `requests` in: the first answer to each function task, then
+    the other answers (each group in its given order).
+
+    A task's test half is compiled by the check of its first answer and loaded from
+    the compile cache by every later one (`TestBuild.trusted`): with the leaders
+    first, the test halves are built before a task's answers are spread over the
+    workers, instead of two workers waiting on one build. Stdio checks share no
+    build, so each is its own leader.
+    """
+    seen: set[tuple[str, str, str, str | None]] = set()
+    leaders, followers = [], []
+    for index, request in enumerate(requests):
+        if request.test is None:
+            leaders.append(index)
+            continue
+        task = (request.language, request.test, request.prompt, request.entry_point)
+        (followers if task in seen else leaders).append(index)
+        seen.add(task)
+    return leaders + followers
 
 
 def default_workers() -> int:

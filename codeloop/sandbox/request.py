@@ -105,6 +105,9 @@ class Check(BaseModel):
     status: Status
     feedback: str = ""
     compile_ms: float = 0.0
+    test_compile_ms: float = 0.0
+    """Of `compile_ms`, the time spent compiling the test's trusted half (0 when it came
+    from the compile cache: it is compiled once per task, not per answer)."""
     run_ms: float = 0.0
     peak_memory_kib: int | None = None
     cases_passed: int = 0

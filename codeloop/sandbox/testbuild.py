@@ -30,6 +30,22 @@ class BuildHost(Protocol):
     def compile_limits(self, limits: SandboxLimits) -> harness.RunLimits: ...
 
 
+@dataclass(frozen=True)
+class TrustedHalf:
+    """The test's side of a two-process function test, compiled apart from the solution.
+
+    It depends on the task (its prompt and test), not on the answer, so a check
+    compiles it once per task and toolchain and every later answer to that task loads
+    it from the compile cache: only the solution's half is compiled per answer. It
+    never carries the nonce (that reaches the test on stdin), so it can be shared.
+    """
+
+    files: dict[str, bytes]
+    """The test side's sources, with the codec files it compiles."""
+    compile: list[str]
+    """The command that compiles them, in a box that holds them and nothing else."""
+
+
 @dataclass
 class TestBuild:
     """Everything needed to compile and run one composed test program."""
@@ -39,6 +55,10 @@ class TestBuild:
     files: dict[str, bytes]
     run: list[str]
     compile: list[str] | None = None
+    trusted: TrustedHalf | None = None
+    """The test's half, compiled apart (`check.Sandbox` caches it per task); then `files`
+    and `compile` are the solution's half only, and the solution's compile never sees
+    the test's sources."""
     env: dict[str, str] = field(default_factory=dict)
     binds: list[tuple[str, str, bool]] = field(default_factory=list)
     failure_markers: tuple[str, ...] = ()

@@ -6,7 +6,6 @@ solution's half at the language's -O2, both linking our codec (`headers`).
 from __future__ import annotations
 
 import re
-import shlex
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
@@ -26,6 +25,7 @@ from codeloop.sandbox.testbuild import (
     BuildHost,
     TestBuild,
     TestContext,
+    TrustedHalf,
     fast_link,
     make_nonce,
     refuse_unsafe,
@@ -100,13 +100,14 @@ def compose_test(
             steps.append([language.compile[0], *half_flags, *fast_link(), *output, *libraries])
         server = box.server_source(prompt, program, sig, quick_codec=quick, library=linked)
         tester = box.test_source(prompt, test, sig, library=linked)
+        codec = {name: text.encode() for name, text in box.box_files().items()}
         return TestBuild(
-            files={
-                "server.cpp": (common[0] + server).encode(),
-                "main.cpp": (common[1] + tester).encode(),
-                **{name: text.encode() for name, text in box.box_files().items()},
-            },
-            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            files={"server.cpp": (common[0] + server).encode(), **codec},
+            compile=steps[0],
+            # The test's half depends on the task only: compiled once per task.
+            trusted=TrustedHalf(
+                files={"main.cpp": (common[1] + tester).encode(), **codec}, compile=steps[1]
+            ),
             run=[f"{BOX}/main", "{requests}", "{replies}"],
             partner=[f"{BOX}/server", "{requests}", "{replies}"],
             solution_files=("server",),

@@ -25,6 +25,7 @@ from codeloop.sandbox.testbuild import (
     BuildHost,
     TestBuild,
     TestContext,
+    TrustedHalf,
     make_nonce,
     refuse_unsafe,
     vacuous,
@@ -77,16 +78,23 @@ def compose_test(
             trimmed = not _WHOLE_TESTIFY.search(test + "\n" + program)
             env = _go_library_env(env, library, trimmed)
             binds.append((str(library), GO_LIBRARY_MOUNT, False))
-        # One go command builds both binaries (bin/drv, bin/srv): it loads the standard
-        # library's packages once, and links them side by side.
-        build = [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/bin/", "./drv", "./srv"]
+        # Two go commands: the test's driver (bin/drv) once per task, from the compile
+        # cache after that, and the solution's server (bin/srv) per answer.
+        build = [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/bin/"]
+        shared = box.files(names, library is not None)
         return TestBuild(
             files={
-                "drv/main.go": driver.encode(),
                 "srv/main.go": server.encode(),
-                **box.files(names, library is not None),
+                **{name: text for name, text in shared.items() if name.startswith("srv/")},
             },
-            compile=build,
+            compile=[*build, "./srv"],
+            trusted=TrustedHalf(
+                files={
+                    "drv/main.go": driver.encode(),
+                    **{name: text for name, text in shared.items() if name.startswith("drv/")},
+                },
+                compile=[*build, "./drv"],
+            ),
             run=[f"{BOX}/bin/drv", "-test.count=1", "--", "{requests}", "{replies}"],
             partner=[f"{BOX}/bin/srv", "{requests}", "{replies}"],
             solution_files=("bin/srv",),

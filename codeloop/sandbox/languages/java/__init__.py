@@ -17,6 +17,7 @@ from codeloop.sandbox.testbuild import (
     TaskRefused,
     TestBuild,
     TestContext,
+    TrustedHalf,
     make_nonce,
     refuse_unsafe,
     vacuous,
@@ -72,14 +73,17 @@ def compose_test(
     sig = box.signature(context.prompt, context.entry_point) if context.prompt else None
     if sig is not None and _JAVA_MAIN.search(test) and language.compile is not None:
         nonce = make_nonce()
-        steps = _javac_steps(sandbox, language, ["drv/Main.java", "srv/Main.java"])
+        driver = _javac_steps(sandbox, language, ["drv/Main.java"])
+        steps = _javac_steps(sandbox, language, ["srv/Main.java"])
         java = language.run_argv(memory_mib)[:-3]  # java and its flags, without -cp and class
         return TestBuild(
-            files={
-                "drv/Main.java": box.driver_source(context.prompt, test, sig).encode(),
-                "srv/Main.java": box.server_source(program).encode(),
-            },
+            files={"srv/Main.java": box.server_source(program).encode()},
             compile=steps.argv,
+            # The test's classes depend on the task only: compiled once per task.
+            trusted=TrustedHalf(
+                files={"drv/Main.java": box.driver_source(context.prompt, test, sig).encode()},
+                compile=driver.argv,
+            ),
             run=[java[0], "-ea", *java[1:], "-cp", f"{BOX}/drv", "CodeloopDriver", *PIPES],
             partner=[*java, "-cp", f"{BOX}/srv", "CodeloopServer", *PIPES],
             solution_files=("srv",),

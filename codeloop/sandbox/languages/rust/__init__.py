@@ -23,6 +23,7 @@ from codeloop.sandbox.testbuild import (
     TaskRefused,
     TestBuild,
     TestContext,
+    TrustedHalf,
     fast_link,
     make_nonce,
     refuse_unsafe,
@@ -88,17 +89,22 @@ def compose_test(
         # only when the harness exits 0 (see `box`); "test result: ok." alone is
         # also printed by a run of no test at all.
         nonce = make_nonce()
-        steps = [
-            ["/usr/bin/rustc", *server_flags, *linked, "-o", f"{BOX}/server", f"{BOX}/server.rs"],
-            ["/usr/bin/rustc", *_RUST_FLAGS, *linked, "-o", f"{BOX}/main", f"{BOX}/main.rs"],
-        ]
+        server = ["/usr/bin/rustc", *server_flags, *linked, "-o", f"{BOX}/server"]
+        tester = ["/usr/bin/rustc", *_RUST_FLAGS, *linked, "-o", f"{BOX}/main"]
+        codec = {} if with_library else {box.MODULE: box.module()}
+        tests = box.test_source(context.prompt, test, sigs, at, with_library)
         return TestBuild(
-            files={
-                "server.rs": box.server_source(program, sigs, with_library).encode(),
-                "main.rs": box.test_source(context.prompt, test, sigs, at, with_library).encode(),
-                **({} if with_library else {box.MODULE: box.module()}),
-            },
-            compile=["/bin/sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+            files={"server.rs": box.server_source(program, sigs, with_library).encode(), **codec},
+            compile=[*server, f"{BOX}/server.rs"],
+            # The test's crate depends on the task (and on the helpers of the program
+            # that the test calls, by their signatures): compiled once per such text.
+            trusted=TrustedHalf(
+                files={
+                    "main.rs": tests.encode(),
+                    **codec,
+                },
+                compile=[*tester, f"{BOX}/main.rs"],
+            ),
             run=[f"{BOX}/main", "--test-threads=1"],
             partner=[f"{BOX}/server", "{requests}", "{replies}"],
             solution_files=("server",),
