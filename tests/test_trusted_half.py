@@ -32,13 +32,14 @@ def sandbox() -> Sandbox:
 
 
 def _requests(language: str, number: int, comment: str) -> tuple[CheckRequest, CheckRequest]:
-    """The canonical answer and a wrong one to task `number`, with a test made new by a
-    trailing comment (so that its half is not in the compile cache yet)."""
+    """The canonical answer and a wrong one to task `number`, the test and the wrong
+    answer made new by a trailing comment (so that neither is in the compile cache)."""
     problems = load_humaneval_x(None, [language])
     row = problems.rows[f"{COMPILED[language]}/{number}"]
     test = row["test"] + f"\n// {comment}\n"
     canonical = humaneval_x_job({**row, "test": test}, row["canonical_solution"]).request()
-    wrong = canonical.model_copy(update={"program": _wrong(language, canonical.program)})
+    wrong_program = _wrong(language, canonical.program) + f"\n// {comment}\n"
+    wrong = canonical.model_copy(update={"program": wrong_program})
     return canonical, wrong
 
 

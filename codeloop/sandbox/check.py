@@ -119,6 +119,22 @@ class Sandbox:
         argv, binds, extra = setup(self, language, source, argv)
         return argv, binds, {**env, **extra}
 
+    def _compile_plan(
+        self,
+        language: Language,
+        files: dict[str, bytes],
+        argv: list[str],
+        build: TestBuild | None,
+    ) -> tuple[list[str], list[tuple[str, str, bool]], dict[str, str], str]:
+        """The compile's command, binds and environment (the language's extras and the
+        build's), and its compile-cache key."""
+        source = files.get(language.source, b"").decode("utf-8", errors="replace")
+        argv, binds, env = self._compile_setup(language, source, argv)
+        if build:
+            binds, env = [*binds, *build.binds], {**env, **build.env}
+        toolchain = toolchain_version(language.name)
+        return argv, binds, env, compile_key(language.name, toolchain, argv, files, env, binds)
+
     def _compile(
         self,
         language: Language,
@@ -134,12 +150,7 @@ class Sandbox:
         argv = argv or (build.compile if build else language.compile_argv(limits.memory_mib))
         if argv is None:
             return None, 0.0
-        source = files.get(language.source, b"").decode("utf-8", errors="replace")
-        argv, binds, env = self._compile_setup(language, source, argv)
-        if build:
-            binds, env = [*binds, *build.binds], {**env, **build.env}
-        toolchain = toolchain_version(language.name)
-        key = compile_key(language.name, toolchain, argv, files, env, binds)
+        argv, binds, env, key = self._compile_plan(language, files, argv, build)
         outcome = self.cache.load(key, box)
         elapsed = 0.0
         if outcome is None:
@@ -171,16 +182,19 @@ class Sandbox:
     ) -> tuple[Check | None, float]:
         """The test's half into `box`: from the compile cache, else compiled once.
 
-        It is compiled in a box of its own (the solution's compile never sees the
-        test, and the test's never sees the solution), under a lock per key, so that
-        workers checking answers to one task build it once between them; then its
-        box (sources and products) is copied into `box`. A failure is reported as the
-        combined compile's was: a compile_error with the compiler's output.
+        On a miss it is compiled in a box of its own (the solution's compile never
+        sees the test, and the test's never sees the solution), under a lock per key,
+        so that workers checking answers to one task build it once between them; then
+        that box (sources and products) is copied into `box`. A failure is reported
+        as the combined compile's was: a compile_error with the compiler's output.
         """
         trusted = build.trusted
         assert trusted is not None
-        stripe = compile_key(language.name, "", trusted.compile, trusted.files)[:2]
-        with locked(f"trusted-{stripe}"):
+        key = self._compile_plan(language, trusted.files, trusted.compile, build)[3]
+        outcome = self.cache.load(key, box)
+        if outcome is not None and outcome["ok"]:
+            return None, 0.0
+        with locked(f"trusted-{key[:2]}"):
             own = harness.prepare_box(self.scratch, self.backend.compile_uid)
             try:
                 write_box(own, trusted.files, self.backend.compile_uid)
