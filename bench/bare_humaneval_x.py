@@ -50,7 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.evaluate.humaneval import Job
-from codeloop.sandbox.languages.go.source import go_test_file
+from codeloop.sandbox.languages.go.cache import _GO_RUNTIME_PACKAGES
+from codeloop.sandbox.languages.go.source import _GO_STD, go_test_file
 from codeloop.sandbox.languages.go.toolchain import GO, GO_PATH
 
 COMPILE_TIMEOUT_S = 60.0
@@ -65,36 +66,10 @@ CAPPED_ADDRESS_SPACE = frozenset({"python", "cpp", "rust"})
 and Go do), so an address-space cap only stops a runaway allocation."""
 NODE_MODULES = "/usr/lib/node_modules"
 RUST_CRATES = ("rand", "regex", "md5")
-GO_WARM_PACKAGES = (
-    "bufio",
-    "bytes",
-    "container/heap",
-    "container/list",
-    "crypto/md5",
-    "crypto/sha256",
-    "encoding/hex",
-    "encoding/json",
-    "errors",
-    "fmt",
-    "math",
-    "math/big",
-    "math/bits",
-    "math/rand",
-    "os",
-    "reflect",
-    "regexp",
-    "sort",
-    "strconv",
-    "strings",
-    "testing",
-    "time",
-    "unicode",
-    "unicode/utf8",
-    "github.com/stretchr/testify/assert",
-)
+GO_WARM_PACKAGES = tuple(sorted({*_GO_STD, *_GO_RUNTIME_PACKAGES}))
 """What HumanEval-X's Go answers and tests import, compiled into the fresh GOCACHE by the
-warm-up (codeloop's one-time Go warm-up builds the same list): a one-time build, not
-what the timed checks measure."""
+warm-up: the lists codeloop's own one-time Go warm-up builds (`go_warm_cache`), so both
+sides start from the same packages; a one-time build, not what the timed checks measure."""
 _CHECK_CALL = re.compile(r"^check\(", re.MULTILINE)
 
 
