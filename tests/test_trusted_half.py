@@ -99,6 +99,24 @@ def test_the_solutions_compile_never_sees_the_test(
     assert "No such file" in check.feedback or "couldn't read" in check.feedback
 
 
+@pytest.mark.parametrize("language", ["cpp", "java", "rust"])
+def test_a_test_that_does_not_compile_is_no_verdict_on_the_answer(
+    sandbox: Sandbox, language: str
+) -> None:
+    """A test half built from the task alone that does not compile fails every answer
+    alike: the task's fault (environment_error, task_error), never a compile_error that
+    would score a right answer 0. Rust's test crate holds proxies shaped by the
+    program's own helpers, so there the program may be at fault: a compile_error."""
+    canonical, _ = _requests(language, 0, secrets.token_hex(8))
+    broken = canonical.model_copy(update={"test": canonical.test + "\nnot valid code here\n"})
+    check = sandbox.check(broken)
+    if language == "rust":
+        assert check.status == "compile_error" and not check.task_error, check
+    else:
+        assert check.status == "environment_error" and check.task_error, check
+        assert "test did not compile" in check.feedback
+
+
 def test_the_first_answer_to_each_task_starts_first() -> None:
     """A batch starts one answer per task before the others, so each task's test half
     is built once before its answers spread over the workers; stdio checks keep

@@ -44,6 +44,9 @@ from codeloop.sandbox.verdict import (
 from codeloop.sandbox.warm import WarmPython
 from codeloop.sandbox.warm import enabled as warm_enabled
 
+COMPILE_TIMED_OUT = "Compilation timed out."
+"""The feedback of a compile that met its wall-clock limit (not cached: it may finish
+on a quieter machine)."""
 CANARY_TTL_S = 120.0
 """How long a worker trusts a toolchain after its canary compiled."""
 
@@ -162,7 +165,7 @@ class Sandbox:
             if run.setup_error:  # from bwrap's status pipe, never from compiler output
                 return self._failed("environment_error", run.setup_error), elapsed
             if run.timed_out:
-                return self._failed("compile_error", "Compilation timed out."), elapsed
+                return self._failed("compile_error", COMPILE_TIMED_OUT), elapsed
             outcome = {"ok": run.exit_code == 0, "stderr": stderr}
             if not outcome["ok"]:
                 broken = self._broken_toolchain(language, limits)
@@ -185,8 +188,9 @@ class Sandbox:
         On a miss it is compiled in a box of its own (the solution's compile never
         sees the test, and the test's never sees the solution), under a lock per key,
         so that workers checking answers to one task build it once between them; then
-        that box (sources and products) is copied into `box`. A failure is reported
-        as the combined compile's was: a compile_error with the compiler's output.
+        that box (sources and products) is copied into `box`. A failure of a half
+        built from the task alone (`TrustedHalf.from_task`) is the task's: no answer
+        could pass, so it is no verdict on this one; otherwise a compile_error.
         """
         trusted = build.trusted
         assert trusted is not None
@@ -205,6 +209,15 @@ class Sandbox:
                     shutil.copytree(own, box, symlinks=True, dirs_exist_ok=True)
             finally:
                 harness.remove_box(own)
+        if failed is not None and failed.status == "compile_error" and trusted.from_task:
+            # A timeout is this machine's (too slow now), a compiler's error the task's.
+            timed_out = failed.feedback == COMPILE_TIMED_OUT
+            failed = self._failed(
+                "environment_error",
+                "The task's test did not compile (it is built from the task alone, so no "
+                f"answer could pass it): {failed.feedback}",
+                task_error=not timed_out,
+            )
         return failed, elapsed
 
     def _compile_in_service(

@@ -44,6 +44,11 @@ class TrustedHalf:
     """The test side's sources, with the codec files it compiles."""
     compile: list[str]
     """The command that compiles them, in a box that holds them and nothing else."""
+    from_task: bool = True
+    """Whether the half is built from the task alone (its prompt and test): then a
+    compile failure is the task's, never the answer's (an environment_error with
+    `task_error`, not a compile_error that would score a right answer 0). False where
+    the answer's text shapes it (Rust: proxies for the program's own helpers)."""
 
 
 @dataclass

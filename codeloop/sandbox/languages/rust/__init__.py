@@ -104,6 +104,7 @@ def compose_test(
                     **codec,
                 },
                 compile=[*tester, f"{BOX}/main.rs"],
+                from_task=False,
             ),
             run=[f"{BOX}/main", "--test-threads=1"],
             partner=[f"{BOX}/server", "{requests}", "{replies}"],
