@@ -11,6 +11,9 @@ own training data, written in the export phase's format:
     (harmful by construction: these programs are not run);
   - neutral: the export's verified rows at learning rate 1e-7 (an adapter that
     barely moves).
+`--harmful-lr` trains the harmful candidates at another learning rate than the
+preset's (their names then end in `-lr<rate>`): at the preset's rate 16 steps on such
+data left the held-out set unchanged, so they were harmful by construction only.
 Candidate i of every kind trains with the session seed + i (config `seed`, which the
 train phase and the confirmation samples derive theirs from; the audit's task list is
 fixed in the shared round, so every candidate faces the same audit). In each copy the
@@ -24,20 +27,22 @@ rejected candidate's weights).
 Ground truth: greedy pass@1 of the base model and of the candidate on the clean
 held-out set (bench/holdout.py; bench/heldout.py, a dev set since it was used for tuning,
 while holdout.py is missing or its tasks() refuses because the set is not frozen yet:
-the output says which), through bench/learning.py's `verdicts`. A candidate is truly helpful when its
-held-out gain is >= +5 points and the paired 95% interval's lower end is > 0; truly
-harmful when the gain is <= -5 points and the interval's upper end is < 0; neutral
-otherwise. Per rule the bench counts false rejects (truly helpful, rejected) and false
+the output says which), through bench/learning.py's `verdicts`. A candidate is truly helpful when the
+paired 95% interval of its held-out gain lies above 0, truly harmful when it lies below
+0, neutral otherwise (the base model solves about 3% of the set, so a fall of 5 points
+is out of reach). Per rule the bench counts false rejects (truly helpful, rejected) and false
 accepts (truly harmful, accepted), and the goal's two counts: candidates better by
 >= 5 points held-out that were rejected, and built-harmful candidates accepted.
 
     .venv/bin/python bench/decisions.py [--helpful 4 --harmful 4 --neutral 2]
-        [--languages python,cpp] [--steps 16] [--seed 3407] [--session DIR]
+        [--languages python,cpp] [--steps 16] [--seed 3407] [--harmful-lr 1e-3]
+        [--session DIR]
 
 `--session DIR` is this bench's folder (DIR/shared is the collected session,
 DIR/candidates/* the copies, DIR/results/* each finished candidate's record); run it
 again after a crash and it continues: the shared collect, every finished phase,
-candidate and held-out evaluation are kept. `--languages` scales the preset's round
+candidate and held-out evaluation are kept, and the report lists every candidate the
+folder holds (so invocations with other counts or rates add to one table). `--languages` scales the preset's round
 sizes (5 fresh train tasks and 4 validation tasks per language). Base-model answers of
 the baseline and audit-parent phases are shared between candidates through the
 session's answer cache.
@@ -172,9 +177,14 @@ def distinct_solved(tasks: list[Task], passed: list[bool]) -> int:
 
 
 def truth(gain: float, low: float, high: float) -> str:
-    if gain >= GAIN_POINTS and low > 0:
+    """Helpful or harmful when the paired interval excludes zero, else neutral.
+
+    (Not "by 5 points": the base model solves about 3% of the held-out set, so no
+    candidate could ever fall 5 points; the goal's "better by 5" is counted apart.)
+    """
+    if low > 0:
         return "helpful"
-    if gain <= -GAIN_POINTS and high < 0:
+    if high < 0:
         return "harmful"
     return "neutral"
 
@@ -352,7 +362,9 @@ def write_export(r: Round, rows: list[dict[str, Any]], what: str) -> None:
 # -- candidates -----------------------------------------------------------------------------
 
 
-def plan(helpful: int, harmful: int, neutral: int) -> list[tuple[str, str, int]]:
+def plan(
+    helpful: int, harmful: int, neutral: int, harmful_lr: float | None = None
+) -> list[tuple[str, str, int]]:
     """(name, kind, index) of every candidate, kinds taking turns."""
     counts = {"helpful": helpful, "harmful": harmful, "neutral": neutral}
     found = []
@@ -361,12 +373,19 @@ def plan(helpful: int, harmful: int, neutral: int) -> list[tuple[str, str, int]]
             if index < counts[kind]:
                 source = HARMFUL_SOURCES[index % 2] if kind == "harmful" else ""
                 name = f"{kind}-{source + '-' if source else ''}{index}"
+                if kind == "harmful" and harmful_lr is not None:
+                    name += f"-lr{harmful_lr:g}"
                 found.append((name, kind, index))
     return found
 
 
 def make_candidate(
-    shared: Round, folder: Path, kind: str, index: int, steps: int | None
+    shared: Round,
+    folder: Path,
+    kind: str,
+    index: int,
+    steps: int | None,
+    learning_rate: float | None = None,
 ) -> dict[str, Any]:
     """Copy the shared session to `folder` with the candidate's config and training data
     (into a temporary folder first, so that a crash never leaves half a candidate)."""
@@ -389,6 +408,8 @@ def make_candidate(
         data["train"]["save_steps"] = min(base.train.save_steps, steps)
     if kind == "neutral":
         data["train"]["learning_rate"] = NEUTRAL_LEARNING_RATE
+    elif kind == "harmful" and learning_rate is not None:
+        data["train"]["learning_rate"] = learning_rate
     config = validate(data, f"bench/decisions.py candidate {folder.name}")
     temporary = folder.with_name(folder.name + ".partial")
     shutil.rmtree(temporary, ignore_errors=True)
@@ -515,6 +536,7 @@ def run_candidate(
     kind: str,
     index: int,
     steps: int | None,
+    harmful_lr: float | None = None,
 ) -> dict[str, Any]:
     result_file = work / "results" / f"{name}.json"
     folder = work / "candidates" / name
@@ -528,7 +550,7 @@ def run_candidate(
     started = time.time()
     if not folder.exists():
         say(f"{name}: copying the shared session and writing its training data")
-        made = make_candidate(shared, folder, kind, index, steps)
+        made = make_candidate(shared, folder, kind, index, steps, harmful_lr)
     else:
         made = {}
     r = round_of(folder)
@@ -561,6 +583,20 @@ def run_candidate(
 
 
 # -- the report -----------------------------------------------------------------------------
+
+
+def every_result(work: Path, ran: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This invocation's candidates, then every other one the folder holds (earlier
+    invocations, other counts or rates), each with its truth judged by `truth` now."""
+    names = {res["name"] for res in ran}
+    found = list(ran)
+    for path in sorted((work / "results").glob("*.json")):
+        saved = store.read(path)
+        if saved["name"] not in names:
+            found.append(saved)
+    for res in found:
+        res["truth"] = truth(res["heldout"]["gain"], *res["heldout"]["interval"])
+    return found
 
 
 def _yes(value: bool) -> str:
@@ -673,6 +709,12 @@ def main() -> None:
     parser.add_argument("--languages", default=None, help="comma-separated (default: preset's)")
     parser.add_argument("--steps", type=int, default=None, help="train.steps_per_round")
     parser.add_argument("--seed", type=int, default=None, help="session seed (default: preset's)")
+    parser.add_argument(
+        "--harmful-lr",
+        type=float,
+        default=None,
+        help="learning rate of the harmful candidates (default: the preset's)",
+    )
     parser.add_argument("--session", type=Path, default=None, help="this bench's folder")
     args = parser.parse_args()
     started = time.time()
@@ -702,12 +744,15 @@ def main() -> None:
     held = Heldout(work / "heldout", config)
     base = held.verdicts(None)
     results, skipped = [], []
-    for name, kind, index in plan(args.helpful, args.harmful, args.neutral):
+    for name, kind, index in plan(args.helpful, args.harmful, args.neutral, args.harmful_lr):
         if kind in ("helpful", "neutral") and not exported["rows"]:
             skipped.append(f"{name}: the shared collect verified no row")
             continue
         say(f"candidate {name}")
-        results.append(run_candidate(work, shared, held, base, name, kind, index, args.steps))
+        results.append(
+            run_candidate(work, shared, held, base, name, kind, index, args.steps, args.harmful_lr)
+        )
+    results = every_result(work, results)
     audit = store.read(shared.path("audit-tasks.json"))["sizes"]
     audit_text = ", ".join(f"{e['name']} {e['used']} of {e['declared']}" for e in audit)
     minutes = (time.time() - started) / 60
@@ -722,9 +767,8 @@ def main() -> None:
         f"Audit ({audit_text} tasks), forced to run (round.audit_every = 1); confirmed "
         f"rule: {rule.confirm_samples} samples per side at T {rule.confirm_temperature}, "
         f"alpha {rule.confirm_alpha}.",
-        f"Truth: helpful = held-out gain >= +{GAIN_POINTS:g} points and the paired "
-        f"{CONFIDENCE:.0%} interval's lower end > 0; harmful = gain <= -{GAIN_POINTS:g} points "
-        "and its upper end < 0; neutral otherwise. Interval: "
+        f"Truth: helpful = the paired {CONFIDENCE:.0%} interval of the held-out gain above 0; "
+        "harmful = below 0; neutral otherwise. Interval: "
         + (
             "bench/holdout.py's paired_interval (bootstrap over problems)."
             if holdout is not None
