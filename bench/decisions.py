@@ -11,7 +11,9 @@ own training data, written in the export phase's format:
     (harmful by construction: these programs are not run);
   - neutral: the export's verified rows at learning rate 1e-7 (an adapter that
     barely moves).
-`--harmful-lr` trains the harmful candidates at another learning rate than the
+`--helpful-rows FILE` trains the helpful candidates on another loop session's verified
+rows (a later round's train.jsonl: more rows than one round 1 verifies; names end in
+`-rows<sha256 prefix>`). `--harmful-lr` trains the harmful candidates at another learning rate than the
 preset's (their names then end in `-lr<rate>`): at the preset's rate 16 steps on such
 data left the held-out set unchanged, so they were harmful by construction only.
 Candidate i of every kind trains with the session seed + i (config `seed`, which the
@@ -363,7 +365,11 @@ def write_export(r: Round, rows: list[dict[str, Any]], what: str) -> None:
 
 
 def plan(
-    helpful: int, harmful: int, neutral: int, harmful_lr: float | None = None
+    helpful: int,
+    harmful: int,
+    neutral: int,
+    harmful_lr: float | None = None,
+    helpful_rows: Path | None = None,
 ) -> list[tuple[str, str, int]]:
     """(name, kind, index) of every candidate, kinds taking turns."""
     counts = {"helpful": helpful, "harmful": harmful, "neutral": neutral}
@@ -375,6 +381,8 @@ def plan(
                 name = f"{kind}-{source + '-' if source else ''}{index}"
                 if kind == "harmful" and harmful_lr is not None:
                     name += f"-lr{harmful_lr:g}"
+                if kind == "helpful" and helpful_rows is not None:
+                    name += f"-rows{store.sha256_file(helpful_rows)[:8]}"
                 found.append((name, kind, index))
     return found
 
@@ -386,6 +394,7 @@ def make_candidate(
     index: int,
     steps: int | None,
     learning_rate: float | None = None,
+    helpful_rows: Path | None = None,
 ) -> dict[str, Any]:
     """Copy the shared session to `folder` with the candidate's config and training data
     (into a temporary folder first, so that a crash never leaves half a candidate)."""
@@ -395,6 +404,9 @@ def make_candidate(
         rows, what = failed_rows(shared, random.Random(seed)), "failed answers"
     elif kind == "harmful":
         rows, what = label_rows(shared), "programs printing labels and prompts"
+    elif kind == "helpful" and helpful_rows is not None:
+        rows = [json.loads(line) for line in helpful_rows.read_text("utf-8").splitlines() if line]
+        what = f"the verified rows of {helpful_rows}"
     else:
         rows, what = verified_rows(shared), "the export's verified rows"
     if not rows:
@@ -537,6 +549,7 @@ def run_candidate(
     index: int,
     steps: int | None,
     harmful_lr: float | None = None,
+    helpful_rows: Path | None = None,
 ) -> dict[str, Any]:
     result_file = work / "results" / f"{name}.json"
     folder = work / "candidates" / name
@@ -550,7 +563,7 @@ def run_candidate(
     started = time.time()
     if not folder.exists():
         say(f"{name}: copying the shared session and writing its training data")
-        made = make_candidate(shared, folder, kind, index, steps, harmful_lr)
+        made = make_candidate(shared, folder, kind, index, steps, harmful_lr, helpful_rows)
     else:
         made = {}
     r = round_of(folder)
@@ -715,6 +728,13 @@ def main() -> None:
         default=None,
         help="learning rate of the harmful candidates (default: the preset's)",
     )
+    parser.add_argument(
+        "--helpful-rows",
+        type=Path,
+        default=None,
+        help="a train.jsonl of verified rows (another loop session's export) for the helpful "
+        "candidates instead of the shared round's",
+    )
     parser.add_argument("--session", type=Path, default=None, help="this bench's folder")
     args = parser.parse_args()
     started = time.time()
@@ -744,13 +764,25 @@ def main() -> None:
     held = Heldout(work / "heldout", config)
     base = held.verdicts(None)
     results, skipped = [], []
-    for name, kind, index in plan(args.helpful, args.harmful, args.neutral, args.harmful_lr):
+    chosen = plan(args.helpful, args.harmful, args.neutral, args.harmful_lr, args.helpful_rows)
+    for name, kind, index in chosen:
         if kind in ("helpful", "neutral") and not exported["rows"]:
             skipped.append(f"{name}: the shared collect verified no row")
             continue
         say(f"candidate {name}")
         results.append(
-            run_candidate(work, shared, held, base, name, kind, index, args.steps, args.harmful_lr)
+            run_candidate(
+                work,
+                shared,
+                held,
+                base,
+                name,
+                kind,
+                index,
+                args.steps,
+                args.harmful_lr,
+                args.helpful_rows,
+            )
         )
     results = every_result(work, results)
     audit = store.read(shared.path("audit-tasks.json"))["sizes"]
