@@ -23,8 +23,10 @@ real phases run as `codeloop phase` processes: baseline, train, candidate, gate,
 audit-parent, audit-candidate, with `round.audit_every = 1` so that the audit runs
 even when the gate is not promising. Then `finish.confirm_flips` samples the flipped
 audit tasks and `finish.decide` decides from the saved files under each audit rule
-(`strict`, `confirmed`); the real `finish` phase is not run (it would delete a
-rejected candidate's weights).
+(`strict`, `confirmed`), and under `confirmed+gate`: `confirmed` with the gate's gain
+confirmed by 8 seeded samples per side on its flipped validation tasks (the gate
+phase's code for gate.confirm_samples, run after the fact); the real `finish` phase is
+not run (it would delete a rejected candidate's weights).
 
 Ground truth: greedy pass@1 of the base model and of the candidate on the clean
 held-out set (bench/holdout.py; bench/heldout.py, a dev set since it was used for tuning,
@@ -79,7 +81,7 @@ from codeloop import recipe, store
 from codeloop.config import SessionConfig, dumps, load, load_preset, validate
 from codeloop.engines.base import adapter_sha256
 from codeloop.evaluate.scoring import program_of
-from codeloop.loop import finish
+from codeloop.loop import confirm, finish
 from codeloop.loop.answer_cache import AnswerCache
 from codeloop.loop.audit import audit_tasks
 from codeloop.loop.collect import normalised
@@ -94,7 +96,10 @@ CANDIDATE_PHASES = ("baseline", "train", "candidate", "gate", "audit-parent", "a
 KINDS = ("helpful", "harmful", "neutral")
 HARMFUL_SOURCES = ("failed", "labels")
 """Harmful candidate i trains on HARMFUL_SOURCES[i % 2]."""
-RULES = ("strict", "confirmed")
+RULES = ("strict", "confirmed", "confirmed+gate")
+"""`confirmed+gate`: the confirmed audit rule with gate.confirm_samples = GATE_SAMPLES
+(the gate's greedy gain must hold up in samples of both models)."""
+GATE_SAMPLES = 8
 NEUTRAL_LEARNING_RATE = 1e-7
 GAIN_POINTS = 5.0
 """Held-out gain (points) at which a candidate counts as truly helpful (or, negated, harmful)."""
@@ -507,6 +512,10 @@ def judge(folder: Path) -> dict[str, Any]:
         "rules": {},
     }
     for rule in RULES:
+        if rule == "confirmed+gate":
+            found["rules"][rule] = gate_confirmed(folder, found["rules"]["confirmed"])
+            found["gate_confirmation"] = found["rules"][rule].pop("evidence")
+            continue
         data = r.config.model_dump(mode="json", by_alias=True, exclude_none=True)
         data["audit"]["rule"] = rule
         ruled = round_of(folder, validate(data, f"audit.rule = {rule}"))
@@ -537,6 +546,34 @@ def judge(folder: Path) -> dict[str, Any]:
                     "pooled_p": evidence["pooled_p"],
                 }
     return found
+
+
+def gate_confirmed(folder: Path, confirmed: dict[str, Any]) -> dict[str, Any]:
+    """The `confirmed` decision with the gate's gain confirmed by samples as well:
+    the gate phase's own code (confirm.sample into the round's gate-confirm folder,
+    confirm.gate_evidence), run after the fact on the saved greedy rows."""
+    r = round_of(folder)
+    data = r.config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["gate"]["confirm_samples"] = GATE_SAMPLES
+    ruled = round_of(folder, validate(data, "gate.confirm_samples"))
+    gate = r.result("gate")
+    evidence = None
+    accepted = False
+    if not gate.get("skipped") and gate["promising"]:
+        flipped = {*gate["gained_ids"], *gate["lost_ids"]}
+        tasks = [task for task in ruled.tasks("validation") if task.id in flipped]
+        adapters = {"parent": ruled.parent_path, "candidate": str(ruled.candidate_adapter)}
+        confirm.sample(ruled, tasks, adapters, confirm.GATE)
+        evidence = confirm.gate_evidence(ruled, gate)
+        accepted = confirmed["accepted"] and evidence["confirmed"]
+    return {
+        "accepted": accepted,
+        "audit_clean": confirmed["audit_clean"],
+        "decision": confirmed["decision"]
+        if not confirmed["accepted"] or accepted
+        else "rejected: the gate's gain is not confirmed by samples",
+        "evidence": evidence,
+    }
 
 
 def run_candidate(
@@ -609,6 +646,12 @@ def every_result(work: Path, ran: list[dict[str, Any]]) -> list[dict[str, Any]]:
             found.append(saved)
     for res in found:
         res["truth"] = truth(res["heldout"]["gain"], *res["heldout"]["interval"])
+        if "confirmed+gate" not in res["rules"]:  # judged before that rule existed
+            folder = work / "candidates" / res["name"]
+            say(f"{res['name']}: sampling the gate's flips (rule confirmed+gate)")
+            res["rules"]["confirmed+gate"] = gate_confirmed(folder, res["rules"]["confirmed"])
+            res["gate_confirmation"] = res["rules"]["confirmed+gate"].pop("evidence")
+            store.write_json(work / "results" / f"{res['name']}.json", res)
     return found
 
 
@@ -620,8 +663,8 @@ def candidate_table(results: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| candidate | data | rows | seed, lr, steps | loss first -> last | held-out before -> "
         "after | gain [95% interval] | truth | gate (validation) | audit greedy | strict "
-        "| confirmed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| confirmed | confirmed+gate |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         held, gate = res["heldout"], res["gate"]
@@ -647,6 +690,14 @@ def candidate_table(results: list[dict[str, Any]]) -> list[str]:
                 f"; counted lost {confirmation['counted_lost']}, excused "
                 f"{confirmation['excused']}, pooled p {confirmation['pooled_p']:.2g}"
             )
+        sampled = res.get("gate_confirmation")
+        cells["confirmed+gate"] = _yes(res["rules"]["confirmed+gate"]["accepted"]) + (
+            f" (gate samples: candidate alone {sampled['pooled_candidate_only']}, parent "
+            f"alone {sampled['pooled_parent_only']} of "
+            f"{sum(t['pairs'] for t in sampled['tasks'])} pairs, p {sampled['pooled_p']:.2g})"
+            if sampled
+            else " (gate not promising)"
+        )
         lines.append(
             f"| {res['name']} | {res['data']} | {res['rows']} | {res['seed']}, "
             f"{res['learning_rate']:g}, {res['steps']} | {loss} | "
@@ -654,7 +705,8 @@ def candidate_table(results: list[dict[str, Any]]) -> list[str]:
             f"{held['gain']:+.1f} [{low:+.1f}, {high:+.1f}] | {res['truth']} | "
             f"{'promising' if gate['promising'] else 'not promising'} "
             f"({gate['before']} -> {gate['after']}/{gate['total']}, +{gate['gained']} "
-            f"-{gate['lost']}) | {audit_text} | {cells['strict']} | {cells['confirmed']} |"
+            f"-{gate['lost']}) | {audit_text} | {cells['strict']} | {cells['confirmed']} | "
+            f"{cells['confirmed+gate']} |"
         )
     return lines
 

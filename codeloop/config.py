@@ -359,6 +359,24 @@ class GateConfig(Section):
     max_p_value: float | None = Field(
         None, gt=0, le=1, description="If set, the exact McNemar p must also be at most this."
     )
+    confirm_samples: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Seeded samples per side for each validation task the greedy gate "
+        "flipped; the candidate is promising only if, pooled over those samples, it is "
+        "significantly better (confirm_alpha). 0: the greedy counts alone decide. See "
+        "codeloop/loop/confirm.py.",
+    )
+    confirm_temperature: float = Field(
+        1.0, gt=0, le=2.0, description="Sampling temperature of the gate's confirmation samples."
+    )
+    confirm_alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="One-sided exact binomial p at or below which the gate's gain is confirmed.",
+    )
 
 
 class AuditConfig(Section):

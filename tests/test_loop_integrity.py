@@ -6,6 +6,7 @@ phase that must notice.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -423,3 +424,82 @@ def test_many_small_losses_reject_pooled(session: Path) -> None:
     evidence = confirm.evidence(r, {"lost_ids": ids, "gained_ids": []})
     assert evidence["lost_ids"] == []  # 3 of 3 discordant pairs: p = 1/8 each
     assert evidence["pooled_worse"] and evidence["pooled_parent_only"] == 18
+
+
+def _with_gate_samples(session: Path, samples: int) -> None:
+    from codeloop.config import dumps, load
+
+    config = load(session / "config.toml")
+    gate = config.gate.model_copy(update={"confirm_samples": samples})
+    store.write_text(session / "config.toml", dumps(config.model_copy(update={"gate": gate})))
+
+
+def _gate_flip(folder: Path) -> str:
+    """Make the greedy gate show one gain: a validation task the baseline fails now
+    passes for the candidate. Returns its id."""
+    rows = store.read(folder / "candidate-rows.json")
+    before = store.read(folder / "baseline-rows.json")["rows"]
+    index = next(i for i, row in enumerate(before) if not row["passed"])
+    rows["rows"][index]["passed"] = True
+    store.write_json(folder / "candidate-rows.json", rows)
+    return rows["rows"][index]["id"]
+
+
+@pytest.mark.parametrize(
+    "parent, candidate, promising_after",
+    [
+        # The greedy gain holds in samples: the candidate passes 6 of 8, the parent 0.
+        ([False] * 8, [True] * 6 + [False] * 2, True),
+        # A flip of the coin: both pass half of the same-seed samples.
+        ([True, False] * 4, [False, True] * 4, False),
+    ],
+)
+def test_the_gate_asks_its_greedy_gain_to_hold_in_samples(
+    session: Path, parent: list[bool], candidate: list[bool], promising_after: bool
+) -> None:
+    folder = forget(session, "gate", "audit-parent", "audit-candidate", "finish")
+    task_id = _gate_flip(folder)
+    _with_gate_samples(session, 8)
+    (folder / confirm.GATE).mkdir()
+    for side, passes in (("parent", parent), ("candidate", candidate)):
+        row = {"id": task_id, "language": "python", "passed": any(passes), "passes": passes}
+        store.write_json(folder / confirm.GATE / f"{side}.json", {"binding": {}, "rows": [row]})
+    run_phase(session, 1, "gate")  # the samples are saved: it asks the model nothing
+    gate = store.read(folder / "gate.json")
+    evidence = gate["confirmation"]
+    assert [t["id"] for t in evidence["tasks"]] == [task_id] and evidence["tasks"][0]["pairs"] == 8
+    assert gate["promising"] is promising_after
+    if not promising_after:
+        assert "not confirmed" in gate["reasons"][0]
+    # decide() recomputes the gate from its rows and samples: an edited verdict is refused.
+    run_phase(session, 1, "audit-parent")
+    run_phase(session, 1, "audit-candidate")
+    verdict = decide(open_round(session, 1))
+    assert verdict["comparisons"]["validation"]["confirmation"] == evidence
+    gate["promising"] = not promising_after
+    store.write_json(folder / "gate.json", gate)
+    with pytest.raises(IntegrityError, match=r"gate\.json: says promising"):
+        decide(open_round(session, 1))
+
+
+def test_gate_samples_are_asked_of_both_models(session: Path) -> None:
+    """The gate phase's sampling, for real through the session's engine (replay): each
+    side answers every sample key of each flipped task, into the gate's own folder."""
+    folder = forget(session, "gate", "audit-parent", "audit-candidate", "finish")
+    task_id = _gate_flip(folder)
+    _with_gate_samples(session, 2)
+    r = open_round(session, 1)
+    replay = Path(r.config.engine.replay_path)
+    with replay.open("a") as handle:
+        for index in range(2):
+            entry = {"task_id": task_id, "attempt": f"confirm-{index}", "answer": "print(1)"}
+            handle.write(json.dumps(entry) + "\n")
+    run_phase(session, 1, "gate")
+    for side in confirm.SIDES:
+        [row] = store.read(folder / confirm.GATE / f"{side}.json")["rows"]
+        assert row["id"] == task_id and len(row["passes"]) == 2
+    evidence = store.read(folder / "gate.json")["confirmation"]
+    # The same saved answers on both sides: no discordant pair, so no confirmed gain.
+    assert evidence["pooled_candidate_only"] == evidence["pooled_parent_only"] == 0
+    assert store.read(folder / "gate.json")["promising"] is False
+    assert not (folder / confirm.AUDIT).exists()  # the audit's samples stay apart

@@ -15,6 +15,14 @@ or 8 of 9). A gain counts by the same test the other way. Pooled over all flippe
 the candidate must not be significantly worse either, so many small losses that no
 single task confirms still reject it.
 
+The gate can be confirmed the same way (`gate.confirm_samples`): the validation tasks
+the greedy gate flipped are sampled on both sides, and the candidate is promising only
+if it is significantly better there, pooled. Only the samples count there, not the
+greedy pairs: those flips were chosen because the greedy answers differed, so they would
+count the same coin twice, and a candidate whose greedy gains are noise (its weights
+moved, its skill did not) then shows no gain. This asks for evidence of a gain before
+the audit asks for the absence of a loss.
+
 Answers are saved before they are checked and bound to the tasks and the adapter
 (`Collector`), so a killed finish asks the model nothing twice; once both files are
 complete, deciding reads them only (a rejected candidate's weights may be gone).
@@ -34,6 +42,9 @@ from codeloop.tasks.schema import Task
 SEED_OFFSET = 1000
 """Confirmation sample i uses sample index SEED_OFFSET + i: other seeds than collect's."""
 SIDES = ("parent", "candidate")
+AUDIT = "audit-confirm"
+GATE = "gate-confirm"
+"""The round's folders of confirmation samples: the audit's flips and the gate's."""
 
 
 def one_sided_p(wins: int, losses: int) -> float:
@@ -45,27 +56,36 @@ def one_sided_p(wins: int, losses: int) -> float:
     return sum(comb(n, i) for i in range(wins, n + 1)) / 2**n
 
 
-def folder(r: Round):
-    return r.path("audit-confirm")
+def folder(r: Round, name: str = AUDIT):
+    return r.path(name)
 
 
-def rows_file(r: Round, side: str):
-    return folder(r) / f"{side}.json"
+def rows_file(r: Round, side: str, name: str = AUDIT):
+    return folder(r, name) / f"{side}.json"
+
+
+def _settings(r: Round, name: str) -> tuple[int, float]:
+    """(samples per side, temperature) of the audit's or the gate's confirmation."""
+    section = r.config.gate if name == GATE else r.config.audit
+    return section.confirm_samples, section.confirm_temperature
 
 
 class _Sampler(Collector):
-    """Asks `audit.confirm_samples` seeded answers per task; a row lists each one's verdict."""
+    """Asks the confirmation's seeded answers per task; a row lists each one's verdict."""
+
+    def __init__(self, *args: Any, name: str = AUDIT, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.samples, self.temperature = _settings(self.r, name)
 
     def _chunk(self, chunk: list[Task], attempts: dict[str, dict[str, str]]) -> list[dict]:
-        audit = self.r.config.audit
         passes: dict[str, list[bool]] = {task.id: [] for task in chunk}
-        for index in range(audit.confirm_samples):
+        for index in range(self.samples):
             key = f"confirm-{index}"
             self._ask(
                 attempts,
                 [(task, key) for task in chunk],
                 recipe.messages,
-                audit.confirm_temperature,
+                self.temperature,
                 lambda task, i=index: sample_seed(self.r.config.seed, task.id, SEED_OFFSET + i),
             )
             checks = check_answers(self.r, [(task, attempts[task.id][key]) for task in chunk])
@@ -82,20 +102,78 @@ class _Sampler(Collector):
         ]
 
 
-def complete(r: Round, side: str, ids: list[str]) -> bool:
-    saved = store.read(rows_file(r, side), None)
+def complete(r: Round, side: str, ids: list[str], name: str = AUDIT) -> bool:
+    saved = store.read(rows_file(r, side, name), None)
     return saved is not None and [row["id"] for row in saved["rows"]] == ids
 
 
-def sample(r: Round, tasks: list[Task], adapters: dict[str, str | None]) -> None:
-    """Make sure both sides' confirmation answers exist for `tasks` (resumably)."""
+def sample(r: Round, tasks: list[Task], adapters: dict[str, str | None], name: str = AUDIT) -> None:
+    """Make sure both sides' confirmation answers exist for `tasks` (resumably), in the
+    round's folder `name` (AUDIT or GATE)."""
     ids = [task.id for task in tasks]
     for side in SIDES:
-        if not tasks or complete(r, side, ids):
+        if not tasks or complete(r, side, ids, name):
             continue
-        folder(r).mkdir(parents=True, exist_ok=True)
-        phase = f"audit-confirm-{side}"
-        _Sampler(r, phase, tasks, adapters[side], explore=False, rows_file=rows_file(r, side)).run()
+        folder(r, name).mkdir(parents=True, exist_ok=True)
+        _Sampler(
+            r,
+            f"{name}-{side}",
+            tasks,
+            adapters[side],
+            explore=False,
+            rows_file=rows_file(r, side, name),
+            name=name,
+        ).run()
+
+
+def _saved_passes(r: Round, name: str, ids: list[str]) -> dict[str, dict[str, list[bool]]]:
+    """Each side's sample verdicts per task id, refused when a task has none."""
+    saved = {}
+    for side in SIDES:
+        data = store.read(rows_file(r, side, name), {"rows": []}) if ids else {"rows": []}
+        saved[side] = {row["id"]: row["passes"] for row in data["rows"]}
+    for task_id in ids:
+        if task_id not in saved["parent"] or task_id not in saved["candidate"]:
+            raise KeyError(f"no confirmation samples ({name}) for the flipped task {task_id}")
+    return saved
+
+
+def gate_evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any]:
+    """Whether the samples confirm the gate's gain, from the saved rows only.
+
+    `greedy`: the gate's `compare(baseline_rows, candidate_rows)`. Pooled over every
+    flipped validation task's sample pairs (the greedy pairs left out), the candidate
+    must pass where the parent fails significantly more often than the other way.
+    """
+    gate = r.config.gate
+    flipped = [*greedy["gained_ids"], *greedy["lost_ids"]]
+    saved = _saved_passes(r, GATE, flipped)
+    tasks: list[dict[str, Any]] = []
+    parent_only = candidate_only = 0
+    for task_id in flipped:
+        pairs = list(zip(saved["parent"][task_id], saved["candidate"][task_id], strict=True))
+        parent_only += sum(p and not c for p, c in pairs)
+        candidate_only += sum(c and not p for p, c in pairs)
+        tasks.append(
+            {
+                "id": task_id,
+                "flip": "gained" if task_id in greedy["gained_ids"] else "lost",
+                "parent_passes": sum(p for p, _c in pairs),
+                "candidate_passes": sum(c for _p, c in pairs),
+                "pairs": len(pairs),
+            }
+        )
+    pooled = one_sided_p(candidate_only, parent_only)
+    return {
+        "samples": gate.confirm_samples,
+        "temperature": gate.confirm_temperature,
+        "alpha": gate.confirm_alpha,
+        "tasks": tasks,
+        "pooled_parent_only": parent_only,
+        "pooled_candidate_only": candidate_only,
+        "pooled_p": pooled,
+        "confirmed": pooled <= gate.confirm_alpha,
+    }
 
 
 def evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any]:
@@ -107,16 +185,11 @@ def evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any]:
     audit = r.config.audit
     # Without a greedy loss nothing needs confirming (and nothing was sampled).
     flipped = [*greedy["lost_ids"], *greedy["gained_ids"]] if greedy["lost_ids"] else []
-    saved = {}
-    for side in SIDES:
-        data = store.read(rows_file(r, side), {"rows": []}) if flipped else {"rows": []}
-        saved[side] = {row["id"]: row["passes"] for row in data["rows"]}
+    saved = _saved_passes(r, AUDIT, flipped)
     tasks: list[dict[str, Any]] = []
     parent_only = candidate_only = 0
     for task_id in flipped:
         lost = task_id in greedy["lost_ids"]
-        if task_id not in saved["parent"] or task_id not in saved["candidate"]:
-            raise KeyError(f"no confirmation samples for the flipped audit task {task_id}")
         pairs = list(zip(saved["parent"][task_id], saved["candidate"][task_id], strict=True))
         pairs.append((lost, not lost))  # the greedy answers are a pair too
         worse = sum(p and not c for p, c in pairs)

@@ -23,6 +23,7 @@ from codeloop.loop import confirm
 from codeloop.loop.audit import audit_tasks, due
 from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, failpoint, status
+from codeloop.loop.gate import confirmed, promising
 
 LIMITATIONS = [
     "Validation and benchmark tests are reused development checks, not proof of general "
@@ -121,12 +122,29 @@ def confirm_flips(r: Round) -> None:
     confirm.sample(r, tasks, {"parent": r.parent_path, "candidate": str(r.candidate_adapter)})
 
 
+def _gate_verdict(r: Round, gate: dict[str, Any]) -> None:
+    """gate.json's verdict must be the one its rows (and confirmation samples) give now,
+    so that an edited gate cannot decide the round."""
+    before = store.read(r.path("baseline-rows.json"))["rows"]
+    after = store.read(r.path("candidate-rows.json"))["rows"]
+    comparison = compare(before, after)
+    verdict, _reasons = promising(comparison, r.config.gate)
+    if verdict and r.config.gate.confirm_samples:
+        verdict, _reasons = confirmed(confirm.gate_evidence(r, comparison))
+    if verdict != bool(gate["promising"]):
+        raise IntegrityError(
+            f"{r.path('gate.json')}: says promising = {gate['promising']}, but the round's "
+            f"validation rows and samples give {verdict}"
+        )
+
+
 def decide(r: Round) -> dict[str, Any]:
     """The round's decision, from its saved files alone (no model, no sandbox)."""
     gate = r.result("gate")
     comparisons: dict[str, Any] = {}
     accepted = False
     if not gate.get("skipped"):
+        _gate_verdict(r, gate)
         comparisons["validation"] = {
             k: gate[k]
             for k in (
@@ -138,6 +156,7 @@ def decide(r: Round) -> dict[str, Any]:
                 "macro_before",
                 "macro_after",
                 "languages",
+                "confirmation",
             )
             if k in gate
         }

@@ -5,7 +5,11 @@ candidate, so each task is a pair: gained (failed, now passes), lost (passed, no
 fails). The exact McNemar test asks how likely that split of the discordant pairs
 is if the two models were equally good. The rule is the config's `[gate]`:
 gained - lost >= min_net_gain, macro pass@1 not lower than baseline minus
-max_macro_drop, and (if set) McNemar p <= max_p_value.
+max_macro_drop, and (if set) McNemar p <= max_p_value. With `confirm_samples`, a gate
+the greedy counts call promising must also see its gain confirmed by seeded samples of
+both models on the flipped tasks (`confirm.gate_evidence`): one greedy answer per task
+flips on any change of weights, so greedy gains alone also promote a candidate whose
+weights moved and whose skill did not.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from codeloop.config import GateConfig
 from codeloop.evaluate.compare import compare, mcnemar_exact
+from codeloop.loop import confirm
 
 __all__ = ["compare", "mcnemar_exact", "promising", "run"]
 
@@ -44,6 +49,14 @@ def run(r, resume: bool) -> dict[str, Any]:
     after = store.read(r.path("candidate-rows.json"))["rows"]
     comparison = compare(before, after)
     verdict, reasons = promising(comparison, r.config.gate)
+    found: dict[str, Any] = {}
+    if verdict and r.config.gate.confirm_samples:
+        flipped = {*comparison["gained_ids"], *comparison["lost_ids"]}
+        tasks = [task for task in r.tasks("validation") if task.id in flipped]
+        adapters = {"parent": r.parent_path, "candidate": str(r.candidate_adapter)}
+        confirm.sample(r, tasks, adapters, confirm.GATE)
+        found["confirmation"] = evidence = confirm.gate_evidence(r, comparison)
+        verdict, reasons = confirmed(evidence)
     return {
         "completed": True,
         "skipped": False,
@@ -51,4 +64,18 @@ def run(r, resume: bool) -> dict[str, Any]:
         "reasons": reasons,
         "rule": r.config.gate.model_dump(mode="json"),
         **comparison,
+        **found,
     }
+
+
+def confirmed(evidence: dict[str, Any]) -> tuple[bool, list[str]]:
+    """The gate's verdict once its flips were sampled, and why not when it fails."""
+    if evidence["confirmed"]:
+        return True, []
+    return False, [
+        f"the gain is not confirmed: sampled again on the {len(evidence['tasks'])} flipped "
+        f"validation task(s), the candidate alone passed {evidence['pooled_candidate_only']} "
+        f"and the parent alone {evidence['pooled_parent_only']} of "
+        f"{sum(t['pairs'] for t in evidence['tasks'])} sample pairs "
+        f"(p={evidence['pooled_p']:.3g} > {evidence['alpha']})"
+    ]
