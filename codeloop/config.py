@@ -363,20 +363,11 @@ class GateConfig(Section):
         0,
         ge=0,
         le=64,
-        description="Seeded samples per side for each validation task the greedy gate "
-        "flipped; the candidate is promising only if, pooled over those samples, it is "
-        "significantly better (confirm_alpha). 0: the greedy counts alone decide. See "
-        "codeloop/loop/confirm.py.",
+        description="Seeded samples per side of each validation task the greedy gate flipped: "
+        "promising needs the candidate significantly better there, pooled (0: off).",
     )
-    confirm_temperature: float = Field(
-        1.0, gt=0, le=2.0, description="Sampling temperature of the gate's confirmation samples."
-    )
-    confirm_alpha: float = Field(
-        0.05,
-        gt=0,
-        lt=1,
-        description="One-sided exact binomial p at or below which the gate's gain is confirmed.",
-    )
+    confirm_temperature: float = Field(1.0, gt=0, le=2.0, description="Their temperature.")
+    confirm_alpha: float = Field(0.05, gt=0, lt=1, description="Their one-sided p threshold.")
 
 
 class AuditConfig(Section):

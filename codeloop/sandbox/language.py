@@ -57,7 +57,14 @@ class Language:
     out_of_memory: tuple[str, ...] = ()
     """stderr phrases by which the runtime reports a failed allocation."""
     compile_error: tuple[str, ...] = ()
-    """stderr phrases that mean the program never started (interpreted languages)."""
+    """stderr phrases that mean the program never started (interpreted languages)..."""
+    compile_error_with: tuple[str, ...] = ()
+    """...when one of these appears too (where the runtime names its own parse step)..."""
+    compile_error_without: tuple[str, ...] = ()
+    """...and none of these (a traceback: the program ran, and raised it itself)."""
+    needs_prompt: bool = False
+    """Function tests are compiled against a proxy built from the task's trusted
+    declaration (`prompt`): a function check without one is refused."""
     canary: str = ""
     """A known-good program: when a compile fails, compiling this tells a broken
     toolchain or sandbox (an environment error, never cached) from a bad source."""

@@ -44,9 +44,12 @@ class Case(BaseModel):
     output: str
 
 
-NEEDS_PROMPT = frozenset({"cpp", "go", "java", "rust"})
-"""Languages whose function tests are compiled against a proxy built from the trusted
-declaration (`prompt`): without one, a check is refused."""
+def _needs_prompt(language: str) -> bool:
+    """Whether the language's home builds function tests against the trusted `prompt`."""
+    from codeloop.sandbox.languages import LANGUAGES  # the registry imports this module
+
+    found = LANGUAGES.get(language)
+    return found is not None and found.needs_prompt
 
 
 class CheckRequest(BaseModel):
@@ -78,7 +81,7 @@ class CheckRequest(BaseModel):
             raise ValueError("a check needs at least one test case (or a test program)")
         if self.test is not None and not self.test.strip():
             raise ValueError("the test program is empty")
-        if self.test is not None and self.language in NEEDS_PROMPT and not self.prompt.strip():
+        if self.test is not None and _needs_prompt(self.language) and not self.prompt.strip():
             # Without the function's trusted declaration the test cannot be built apart
             # from the solution, and in one process the solution could forge the verdict.
             raise ValueError(

@@ -126,8 +126,10 @@ def _run_status(language: Language, run: harness.RunResult) -> str | None:
 def _parse_error(language: Language, run: harness.RunResult) -> bool:
     """For interpreted languages: did the program fail to parse (a compile error)?"""
     stderr = _decode(run.stderr)
-    if not any(phrase in stderr for phrase in language.compile_error):
-        return False
-    if language.name == "python":
-        return "Traceback (most recent call last)" not in stderr
-    return "internalCompileFunction" in stderr or "wrapSafe" in stderr
+    return (
+        any(phrase in stderr for phrase in language.compile_error)
+        and (
+            not language.compile_error_with or any(p in stderr for p in language.compile_error_with)
+        )
+        and not any(phrase in stderr for phrase in language.compile_error_without)
+    )

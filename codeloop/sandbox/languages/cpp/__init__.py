@@ -52,6 +52,7 @@ LANGUAGE = Language(
     tools=("/usr/bin/g++", "/usr/include/openssl/md5.h", "/usr/include/boost/version.hpp"),
     install="apt-get install g++ libssl-dev libboost-dev",
     out_of_memory=("std::bad_alloc",),
+    needs_prompt=True,
 )
 
 

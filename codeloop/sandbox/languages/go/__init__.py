@@ -51,6 +51,7 @@ LANGUAGE = Language(
     virtual_overhead_mib=1024,
     processes=32,
     out_of_memory=("out of memory",),
+    needs_prompt=True,
 )
 
 

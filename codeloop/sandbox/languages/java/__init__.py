@@ -56,6 +56,7 @@ LANGUAGE = Language(
     startup_s=0.5,
     memory_overhead_mib=256,
     out_of_memory=("java.lang.OutOfMemoryError",),
+    needs_prompt=True,
 )
 
 

@@ -34,6 +34,7 @@ LANGUAGE = Language(
     memory_overhead_mib=64,
     out_of_memory=("heap out of memory", "Allocation failed"),
     compile_error=("SyntaxError:",),
+    compile_error_with=("internalCompileFunction", "wrapSafe"),
 )
 
 

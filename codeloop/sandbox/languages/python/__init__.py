@@ -21,6 +21,7 @@ LANGUAGE = Language(
     install="apt-get install python3",
     out_of_memory=("MemoryError",),
     compile_error=("SyntaxError:", "IndentationError:", "TabError:"),
+    compile_error_without=("Traceback (most recent call last)",),
 )
 
 

@@ -48,6 +48,7 @@ LANGUAGE = Language(
     tools=("/usr/bin/rustc",),
     install="apt-get install rustc-web cargo-web",
     out_of_memory=("memory allocation of",),
+    needs_prompt=True,
 )
 
 
