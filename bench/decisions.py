@@ -716,7 +716,10 @@ def rule_table(results: list[dict[str, Any]]) -> list[str]:
         chosen = [res for res in results if who(res)]
         key = "audit_clean" if audit_only else "accepted"
         hits = sum(res["rules"][rule][key] == accepted for res in chosen)
-        return f"{hits}/{len(chosen)}"
+        if not chosen:
+            return "0/0"
+        low, high = _clopper_pearson(hits, len(chosen), 1 - CONFIDENCE)
+        return f"{hits}/{len(chosen)} [{100 * low:.0f}-{100 * high:.0f}%]"
 
     def truly(kind):
         return lambda res: res["truth"] == kind
@@ -742,6 +745,11 @@ def rule_table(results: list[dict[str, Any]]) -> list[str]:
             f"{count(rule, truly('helpful'), False, True)} | "
             f"{count(rule, truly('harmful'), True, True)} |"
         )
+    lines.append("")
+    lines.append(
+        "Each count is k/n with the exact (Clopper-Pearson) 95% interval of the rate: with "
+        "this few candidates a rate is known only that loosely."
+    )
     return lines
 
 
