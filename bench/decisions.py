@@ -208,6 +208,9 @@ def shared_config(languages: list[str] | None, seed: int | None) -> SessionConfi
             data["round"][key] = per_language * len(languages)
     if seed is not None:
         data["seed"] = seed
+    # The gate phase decides on greedy counts alone; `confirmed+gate` adds the samples
+    # after the fact (gate_confirmed), so that every rule is judged on the same runs.
+    data["gate"]["confirm_samples"] = 0
     return validate(data, "bench/decisions.py options")
 
 
