@@ -399,3 +399,19 @@ def test_audit_flips_are_named_by_family_and_language(tmp_path: Path) -> None:
         "  lost max-two (javascript) abc: parent 2/9, candidate 0/9 samples, "
         "p=0.25 (noise, excused)"
     )
+
+
+def test_the_gate_line_shows_its_confirmation_samples() -> None:
+    gate_text = display.gate_text
+    tasks = [{"id": "a", "pairs": 8}, {"id": "b", "pairs": 8}]
+    gate = {"promising": True, "gained": 2, "lost": 0, "mcnemar_p": 0.5, "reasons": []}
+    held = {"tasks": tasks, "confirmed": True, "pooled_candidate_only": 7}
+    held |= {"pooled_parent_only": 0, "pooled_p": 0.0078125}
+    assert gate_text(gate | {"confirmation": held}).endswith(
+        "confirmed by samples: candidate alone 7, parent alone 0 of 16 pairs, p = 0.00781"
+    )
+    # Not confirmed: the gate's own reason says so, and no "confirmed" line is added.
+    refused = gate | {"promising": False, "reasons": ["the gain is not confirmed: ..."]}
+    text = gate_text(refused | {"confirmation": held | {"confirmed": False}})
+    assert text.startswith("not promising") and "confirmed by samples" not in text
+    assert text.endswith("the gain is not confirmed: ...")

@@ -241,6 +241,13 @@ def gate_text(gate: Mapping[str, Any]) -> str:
         f"{'promising' if gate.get('promising') else 'not promising'}: gained {gained}, "
         f"lost {lost} (net {gained - lost:+d}), McNemar p = {gate.get('mcnemar_p', 1.0):.3g}"
     )
+    sampled = gate.get("confirmation")
+    if sampled and sampled["confirmed"]:
+        text += (
+            f"; confirmed by samples: candidate alone {sampled['pooled_candidate_only']}, "
+            f"parent alone {sampled['pooled_parent_only']} of "
+            f"{sum(t['pairs'] for t in sampled['tasks'])} pairs, p = {sampled['pooled_p']:.3g}"
+        )
     if gate.get("reasons"):
         text += "; " + "; ".join(gate["reasons"])
     return text
