@@ -81,12 +81,13 @@ from codeloop import recipe, store
 from codeloop.config import SessionConfig, dumps, load, load_preset, validate
 from codeloop.engines.base import adapter_sha256
 from codeloop.evaluate.scoring import program_of
-from codeloop.loop import confirm, finish
+from codeloop.loop import finish
 from codeloop.loop.answer_cache import AnswerCache
 from codeloop.loop.audit import audit_tasks
 from codeloop.loop.collect import normalised
 from codeloop.loop.common import Round
 from codeloop.loop.export import write_dataset
+from codeloop.loop.gate import sample_flips
 from codeloop.loop.launcher import open_session
 from codeloop.tasks.schema import Task
 
@@ -553,8 +554,8 @@ def judge(folder: Path) -> dict[str, Any]:
 
 def gate_confirmed(folder: Path, confirmed: dict[str, Any]) -> dict[str, Any]:
     """The `confirmed` decision with the gate's gain confirmed by samples as well:
-    the gate phase's own code (confirm.sample into the round's gate-confirm folder,
-    confirm.gate_evidence), run after the fact on the saved greedy rows."""
+    the gate phase's own `gate.sample_flips` (into the round's gate-confirm folder),
+    run after the fact on the saved greedy rows."""
     r = round_of(folder)
     data = r.config.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["gate"]["confirm_samples"] = GATE_SAMPLES
@@ -563,11 +564,7 @@ def gate_confirmed(folder: Path, confirmed: dict[str, Any]) -> dict[str, Any]:
     evidence = None
     accepted = False
     if not gate.get("skipped") and gate["promising"]:
-        flipped = {*gate["gained_ids"], *gate["lost_ids"]}
-        tasks = [task for task in ruled.tasks("validation") if task.id in flipped]
-        adapters = {"parent": ruled.parent_path, "candidate": str(ruled.candidate_adapter)}
-        confirm.sample(ruled, tasks, adapters, confirm.GATE)
-        evidence = confirm.gate_evidence(ruled, gate)
+        evidence = sample_flips(ruled, gate)
         accepted = confirmed["accepted"] and evidence["confirmed"]
     return {
         "accepted": accepted,

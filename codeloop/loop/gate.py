@@ -51,11 +51,7 @@ def run(r, resume: bool) -> dict[str, Any]:
     verdict, reasons = promising(comparison, r.config.gate)
     found: dict[str, Any] = {}
     if verdict and r.config.gate.confirm_samples:
-        flipped = {*comparison["gained_ids"], *comparison["lost_ids"]}
-        tasks = [task for task in r.tasks("validation") if task.id in flipped]
-        adapters = {"parent": r.parent_path, "candidate": str(r.candidate_adapter)}
-        confirm.sample(r, tasks, adapters, confirm.GATE)
-        found["confirmation"] = evidence = confirm.gate_evidence(r, comparison)
+        found["confirmation"] = evidence = sample_flips(r, comparison)
         verdict, reasons = confirmed(evidence)
     return {
         "completed": True,
@@ -66,6 +62,16 @@ def run(r, resume: bool) -> dict[str, Any]:
         **comparison,
         **found,
     }
+
+
+def sample_flips(r, comparison: dict[str, Any]) -> dict[str, Any]:
+    """Sample both models on the validation tasks `comparison` flipped (resumably, into
+    the round's gate-confirm folder) and return the pooled evidence."""
+    flipped = {*comparison["gained_ids"], *comparison["lost_ids"]}
+    tasks = [task for task in r.tasks("validation") if task.id in flipped]
+    adapters = {"parent": r.parent_path, "candidate": str(r.candidate_adapter)}
+    confirm.sample(r, tasks, adapters, confirm.GATE)
+    return confirm.gate_evidence(r, comparison)
 
 
 def confirmed(evidence: dict[str, Any]) -> tuple[bool, list[str]]:
