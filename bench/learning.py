@@ -23,7 +23,12 @@ time per phase; each entry states the retained model's gain over the base model 
 points, pooled and per language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
-                                       [--engine llamacpp] [--seed N]
+                                       [--engine llamacpp] [--seed N] [--resume]
+
+`--resume` continues a session this script started (with its saved config) from its
+first unfinished round, up to `--rounds`; the scores it measured are kept in the
+session's bench-learning-scores.json, keyed by adapter sha256 and the held-out sets'
+hashes, so a resumed run measures only what it has not measured yet.
 
 `--engine` runs the preset with another engine kind (its other engine settings kept),
 for the loop and for this script's own evaluations alike.
@@ -37,6 +42,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,6 +57,7 @@ from codeloop.engines.base import adapter_sha256
 from codeloop.loop.common import PHASES
 from codeloop.loop.launcher import open_session
 from codeloop.sandbox import CheckRequest, check_many
+from codeloop.store import sha256_json
 from codeloop.tasks.schema import Task
 
 Score = dict[str, list[int]]
@@ -90,6 +97,29 @@ def verdicts(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> 
             raise SystemExit(f"sandbox environment error: {check.feedback}")
         passed[index] = check.passed
     return passed
+
+
+class ScoreCache:
+    """Scores measured in a session, on disk, so that `--resume` does not measure again.
+
+    Keyed by what was measured ("held-out" or "clean"), the adapter's sha256 ("base"
+    for none) and the sha256 of the task sets: a changed task set misses the cache.
+    """
+
+    def __init__(self, path: Path, *task_sets: list[Task]) -> None:
+        self.path = path
+        self.tasks = sha256_json([[t.model_dump(mode="json") for t in ts] for ts in task_sets])
+        saved = store.read(path, None) or {}
+        self.scores: dict[str, Any] = (
+            saved.get("scores", {}) if saved.get("tasks") == self.tasks else {}
+        )
+
+    def get(self, kind: str, key: str) -> Any:
+        return self.scores.get(f"{kind}/{key}")
+
+    def put(self, kind: str, key: str, value: Any) -> None:
+        self.scores[f"{kind}/{key}"] = value
+        store.write_json(self.path, {"tasks": self.tasks, "scores": self.scores})
 
 
 def evaluate(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> Score:
@@ -145,40 +175,53 @@ def main() -> None:
     parser.add_argument("--session", type=Path, default=None)
     parser.add_argument("--engine", choices=["hf", "llamacpp"], help="override engine.kind")
     parser.add_argument("--seed", type=int, default=None, help="override the preset's root seed")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue --session from its first unfinished round"
+    )
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
-    if session.exists():
-        raise SystemExit(f"{session}: exists; bench/learning.py starts a fresh session")
-    preset = load_preset(args.preset)
-    if args.engine:
-        preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
-    if args.seed is not None:
-        data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
-        preset = validate({**data, "seed": args.seed}, "--seed")
-    paths = open_session(session, preset)
+    if args.resume:
+        if not (session / "config.toml").exists():
+            raise SystemExit(f"{session}: no session to resume (no config.toml)")
+        paths = open_session(session, None)
+    else:
+        if session.exists():
+            raise SystemExit(
+                f"{session}: exists; bench/learning.py starts a fresh session (or --resume it)"
+            )
+        preset = load_preset(args.preset)
+        if args.engine:
+            preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
+        if args.seed is not None:
+            data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
+            preset = validate({**data, "seed": args.seed}, "--seed")
+        paths = open_session(session, preset)
     config = load(paths.config)
     languages = list(config.tasks.languages)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    measured: dict[str | None, tuple[Score, Score]] = {}
     clean_tasks = holdout.tasks(languages)  # raises if the frozen set was edited
-    clean_measured: dict[str | None, list[bool]] = {}
+    fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
+    held = heldout.tasks(languages)
+    cache = ScoreCache(session / "bench-learning-scores.json", fixed, held, clean_tasks)
 
     def measure(adapter: Path | None) -> tuple[Score, Score]:
-        key = adapter_sha256(adapter) if adapter else None
-        if key not in measured:
-            fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
-            held = heldout.tasks(languages)
-            measured[key] = (evaluate(config, adapter, fixed), evaluate(config, adapter, held))
-        return measured[key]
+        key = adapter_sha256(adapter) if adapter else "base"
+        found = cache.get("held-out", key)
+        if found is None:
+            found = [evaluate(config, adapter, fixed), evaluate(config, adapter, held)]
+            cache.put("held-out", key, found)
+        return found[0], found[1]
 
     def measure_clean(adapter: Path | None) -> list[bool]:
         """Clean held-out verdicts: of the base and the retained models only, never of a
         candidate, so that no decision can lean on them."""
-        key = adapter_sha256(adapter) if adapter else None
-        if key not in clean_measured:
-            clean_measured[key] = verdicts(config, adapter, clean_tasks)
-        return clean_measured[key]
+        key = adapter_sha256(adapter) if adapter else "base"
+        found = cache.get("clean", key)
+        if found is None:
+            found = verdicts(config, adapter, clean_tasks)
+            cache.put("clean", key, found)
+        return found
 
     def clean(passed: list[bool]) -> str:
         """Clean held-out pass@1 and distinct problems solved."""
@@ -186,8 +229,11 @@ def main() -> None:
         solved = holdout.distinct_solved(clean_tasks, passed)
         return f"{pooled(score):.1f}%, {solved} of {len(holdout.PROBLEMS)} problems solved"
 
-    held_total = len(heldout.tasks(languages))
-    for number in range(1, args.rounds + 1):
+    held_total = len(held)
+    finished = len(store.read(paths.status).get("history", []))
+    base = measure(None)
+    base_clean = measure_clean(None)
+    for number in range(finished + 1, args.rounds + 1):
         started = time.time()
         folder = paths.round(number)
         for name in PHASES[: PHASES.index("candidate") + 1]:
@@ -199,9 +245,6 @@ def main() -> None:
                     env=env,
                 )
         measuring = time.time()
-        if number == 1:
-            base = measure(None)
-            base_clean = measure_clean(None)
         weights = folder / "adapter" / "adapter_model.safetensors"
         candidate = measure(folder / "adapter") if weights.exists() else None
         evaluated = time.time()
