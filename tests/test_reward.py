@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.errors import SandboxEnvironmentError
+from codeloop.errors import ConfigError, SandboxEnvironmentError
 from codeloop.reward import CodeReward, compute_score
 from tests.support.loop_fixtures import fence
 
@@ -57,6 +57,35 @@ def test_trl_convention_stdio_scores_pass_format_and_fraction() -> None:
         0.0,
         0.5,  # the second: every case runs, not the prefix before the first failure
     ]
+
+
+def test_the_contract_term_pays_a_program_that_runs_never_as_much_as_a_right_one() -> None:
+    crash = fence("python", "a, b = map(int, input().split())\nprint(a // 0)")
+    unparsable = fence("python", "print(")
+    empty = fence("python", "pass")  # format alone: runs, prints nothing
+    completions = [RIGHT, FIRST_ONLY, crash, unparsable, empty, "no code at all"]
+    columns = stdio_columns(len(completions))
+    assert CodeReward(contract_score=0.1, format_score=-0.2)(
+        completions=completions, **columns
+    ) == pytest.approx([1.0, 0.1, 0.0, 0.0, 0.1, -0.2])
+    # with fraction scoring the cases passed fill the rest: 0.2 + 0.8 * 1/2
+    assert CodeReward(scoring="fraction", contract_score=0.2)(
+        completions=completions, **columns
+    ) == pytest.approx([1.0, 0.6, 0.0, 0.0, 0.2, 0.0])
+    # a function test's wrong answer honours the interface; forgeries still earn no pass
+    wrong = fence("python", "def add(a, b):\n    return a - b")
+    function = CodeReward(contract_score=0.1)(
+        completions=[FUNCTION_RIGHT, wrong, *FUNCTION_FORGERIES],
+        language=["python"] * 5,
+        test=[HUMANEVAL_TEST + "\ncheck(add)\n"] * 5,
+        prompt=[HUMANEVAL_PROMPT] * 5,
+        entry_point=["add"] * 5,
+    )
+    assert function[:2] == pytest.approx([1.0, 0.1])
+    assert all(value < 1.0 for value in function[2:])
+    for bad in (1.0, -0.1):
+        with pytest.raises(ConfigError, match="contract_score"):
+            CodeReward(contract_score=bad)
 
 
 def test_conversational_completions_and_function_tests_resist_forgery() -> None:

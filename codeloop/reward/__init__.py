@@ -40,6 +40,16 @@ program that fails the first case and passes the second gets 0.5; function tests
 all or nothing). A completion without a usable code block gets `format_score`
 (0.0 by default; a negative value teaches the format).
 
+The contract term (`contract_score`, w in [0, 1), 0.0 by default) gives small models
+a signal before they solve anything: a program that honours the task's I/O contract
+(it builds, and its failing case ran to the end within the limits and printed an
+answer that was compared: `wrong_answer`, not a compile error, crash, timeout or
+limit) gets w, and the correctness above is scaled into the rest:
+reward = w * honoured + (1 - w) * correctness, and a passing program gets 1.0. So
+format alone earns at most w: any program that merely runs (an empty one included)
+earns exactly w, and no failing program reaches 1.0 (bench/reward_spread.py measures
+both, and how often each scoring leaves a group of samples without spread).
+
 Infrastructure failures never score 0. A check that met an `environment_error` (a
 sandbox worker that died, a killed warm sandbox, a failed Ray chunk) is run again
 on freshly started workers before any verdict (`evaluate.scoring.check_requests`):
@@ -148,6 +158,14 @@ class CodeReward:
     >>> CodeReward(scoring="fraction")(completions=[second], language=["python"], cases=[cases])
     [0.5]
 
+    With a contract term, a program that runs and prints a wrong answer earns a little,
+    one that crashes nothing, and only a right one earns 1.0:
+
+    >>> crash = "```python\nprint(1 // 0)\n```"
+    >>> CodeReward(contract_score=0.1)(
+    ...     completions=[right, wrong, crash], language=["python"] * 3, cases=[cases] * 3)
+    [1.0, 0.1, 0.0]
+
     In a trainer: `GRPOTrainer(model=..., reward_funcs=CodeReward(), train_dataset=rows)`.
     """
 
@@ -158,11 +176,18 @@ class CodeReward:
         *,
         scoring: Literal["pass", "fraction"] = "pass",
         format_score: float = 0.0,
+        contract_score: float = 0.0,
         on_environment_error: Literal["raise", "none"] = "raise",
         sandbox: SandboxConfig | None = None,
     ) -> None:
         if scoring not in ("pass", "fraction"):
             raise ConfigError(f"reward: scoring {scoring!r}: choose 'pass' or 'fraction'")
+        if not 0.0 <= contract_score < 1.0:
+            raise ConfigError(
+                f"reward: contract_score {contract_score!r} must be in [0, 1): at 1 or more, "
+                "a program that only runs would earn as much as a right one"
+            )
+        self.contract_score = contract_score
         if on_environment_error not in ("raise", "none"):
             raise ConfigError("reward: on_environment_error is 'raise' or 'none'")
         self.scoring = scoring
@@ -213,9 +238,13 @@ class CodeReward:
             )
         if check.passed:
             return 1.0
+        correctness = 0.0
         if self.scoring == "fraction" and request.test is None and check.cases_total:
-            return check.cases_passed / check.cases_total
-        return 0.0
+            correctness = check.cases_passed / check.cases_total
+        if not self.contract_score:
+            return correctness
+        honoured = 1.0 if check.status == "wrong_answer" else 0.0
+        return self.contract_score * honoured + (1.0 - self.contract_score) * correctness
 
 
 class AsyncCodeReward(CodeReward):

@@ -65,6 +65,7 @@ def train(
     variants: int = 2,
     resume: bool = False,
     scoring: str = "pass",
+    contract_score: float = 0.0,
     rows: list[dict[str, Any]] | None = None,
     adapter: Path | None = None,
 ) -> dict[str, Any]:
@@ -117,7 +118,9 @@ def train(
     )
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=CodeReward(scoring=scoring, sandbox=config.sandbox),  # type: ignore[arg-type]
+        reward_funcs=CodeReward(  # type: ignore[arg-type]
+            scoring=scoring, contract_score=contract_score, sandbox=config.sandbox
+        ),
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
@@ -165,6 +168,7 @@ def train(
         "model": model_path,
         "seed": config.seed,
         "scoring": scoring,
+        "contract_score": contract_score,
         "resumed_from": last[-1].name if resume and last else None,
         "adapter": str(adapter) if adapter is not None else None,
     }
@@ -185,6 +189,9 @@ def grpo_command(
     max_completion_length: int = typer.Option(192, "--max-completion-length", min=8),
     learning_rate: float = typer.Option(1e-5, "--learning-rate"),
     scoring: str = typer.Option("pass", "--scoring", help="pass (1/0) or fraction (of cases)."),
+    contract_score: float = typer.Option(
+        0.0, "--contract-score", help="Reward share for a program that runs (codeloop.reward)."
+    ),
     resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint."),
     config: Path | None = typer.Option(None, "--config", "-c", help="Session config TOML file."),
     preset: str | None = typer.Option(None, "--preset", "-p", help="Bundled preset."),
@@ -206,6 +213,7 @@ def grpo_command(
         learning_rate=learning_rate,
         resume=resume,
         scoring=scoring,
+        contract_score=contract_score,
     )
     for entry in report["rewards"]:
         zero = entry["zero_std"]
