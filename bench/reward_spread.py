@@ -45,9 +45,8 @@ def groups(session: Path, rounds: list[int] | None) -> list[tuple[Task, list[str
         attempts_file = folder / "collect-attempt.json"
         if (rounds and number not in rounds) or not attempts_file.exists():
             continue
-        tasks = {
-            t["id"]: Task.model_validate(t) for t in store.read(folder / "tasks.json")["tasks"]
-        }
+        train = store.read(folder / "tasks.json")["train"]
+        tasks = {t["id"]: Task.model_validate(t) for t in train}
         for task_id, attempts in store.read(attempts_file)["attempts"].items():
             samples = [text for name, text in attempts.items() if name.startswith("sample-")]
             if task_id in tasks and len(samples) >= 2:
