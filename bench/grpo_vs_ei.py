@@ -16,7 +16,8 @@ scores, the budget, each arm's wall time, its mean reward per step and the share
 groups without reward spread (no advantage: GRPO learns nothing from them).
 
     .venv/bin/python bench/grpo_vs_ei.py [--session sessions/bench-learning-N] \
-        [--round 1] [--num-generations 8] [--prompts-per-step 1] [--scoring fraction]
+        [--round 1] [--num-generations 8] [--prompts-per-step 1] [--scoring fraction] \
+        [--contract-score 0.1] [--arms base expert-iteration]
 
 Slow on CPU: each GRPO step generates prompts_per_step x num_generations answers
 and backpropagates through them, and the 240-completion budget of a cpu-demo round
@@ -42,6 +43,10 @@ from codeloop.loop.common import PHASES
 from codeloop.models import hf_folder, resolve
 from codeloop.reward import grpo
 from codeloop.tasks.schema import Task
+
+ARMS = {"base": "GRPO", "expert-iteration": "expert iteration, then GRPO"}
+"""`--arms` name: the arm's name in the entry (GRPO from the base model, or from expert
+iteration's adapter)."""
 
 
 def expert_iteration(folder: Path) -> tuple[int, float]:
@@ -72,7 +77,17 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--prompts-per-step", type=int, default=1)
     parser.add_argument("--scoring", choices=["pass", "fraction"], default="fraction")
+    parser.add_argument(
+        "--contract-score", type=float, default=0.0, help="codeloop.reward's contract term w"
+    )
     parser.add_argument("--out", type=Path, default=None, help="GRPO adapters' parent folder")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=list(ARMS),
+        default=list(ARMS),
+        help="the GRPO arms to train (each costs the whole budget again)",
+    )
     args = parser.parse_args()
 
     if args.session is None:
@@ -118,6 +133,7 @@ def main() -> None:
             save_steps=max(1, steps // 4),
             resume=any(folder.glob("checkpoint-*")),
             scoring=args.scoring,
+            contract_score=args.contract_score,
             adapter=adapter,
         )
         seconds = time.monotonic() - started
@@ -127,16 +143,12 @@ def main() -> None:
             seconds = report["step_seconds"]
         return report, seconds
 
+    starts = {"base": None, "expert-iteration": ei_adapter}
     reports = {
-        "GRPO": grpo_arm(out / "from-base", None),
-        "expert iteration, then GRPO": grpo_arm(out / "from-expert-iteration", ei_adapter),
+        ARMS[arm]: grpo_arm(out / f"from-{arm}", starts[arm]) for arm in ARMS if arm in args.arms
     }
-    adapters = {
-        "base": None,
-        "expert iteration": ei_adapter,
-        "GRPO": out / "from-base",
-        "expert iteration, then GRPO": out / "from-expert-iteration",
-    }
+    adapters = {"base": None, "expert iteration": ei_adapter}
+    adapters |= {ARMS[arm]: out / f"from-{arm}" for arm in ARMS if arm in args.arms}
 
     languages = list(config.tasks.languages)
     fixed = [Task.model_validate(t) for t in store.read(session / "development.json")["tasks"]]
@@ -151,7 +163,7 @@ def main() -> None:
         f"session {session.name}, round {args.round}; budget {drawn} sampled completions per "
         f"arm (expert iteration: collect's greedy answers and samples; GRPO: {steps} steps x "
         f"{args.prompts_per_step} prompts x {args.num_generations} generations, scoring "
-        f"{args.scoring}, lr {config.train.learning_rate}, LoRA r={config.train.rank}, "
+        f"{args.scoring}, contract term {args.contract_score}, lr {config.train.learning_rate}, LoRA r={config.train.rank}, "
         f"temperature {config.round.sample_temperature}; expert iteration, then GRPO: "
         f"{2 * drawn} in all).",
         "",
