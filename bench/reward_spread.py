@@ -124,7 +124,8 @@ def main() -> None:
         "",
         f"Passing samples: {sum(passed or [])} of {len(texts)}. A group without spread gives "
         "GRPO no advantage; the contract term pays a program that builds and runs to a "
-        f"compared answer {w}, so format alone earns at most {w}.",
+        f"compared answer {w}, so one that runs but passes no case earns {w}, and the "
+        "rest of any reward is cases passed.",
     ]
     record("Reward spread on the model's own samples (bench/reward_spread.py)", lines)
 
