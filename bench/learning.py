@@ -160,6 +160,9 @@ def phase_times(folder: Path, started: float, bench: tuple[float, float]) -> str
         done = folder / f"{phase}.json"
         if done.exists():
             stamp = done.stat().st_mtime
+            if stamp < started:  # a resumed round: finished by an earlier run
+                parts.append(f"{phase} (an earlier run)")
+                continue
             spent = stamp - previous
             if previous <= bench[0] and stamp >= bench[1]:
                 spent -= bench[1] - bench[0]
