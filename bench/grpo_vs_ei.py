@@ -163,7 +163,8 @@ def main() -> None:
         f"session {session.name}, round {args.round}; budget {drawn} sampled completions per "
         f"arm (expert iteration: collect's greedy answers and samples; GRPO: {steps} steps x "
         f"{args.prompts_per_step} prompts x {args.num_generations} generations, scoring "
-        f"{args.scoring}, contract term {args.contract_score}, lr {config.train.learning_rate}, LoRA r={config.train.rank}, "
+        f"{args.scoring}, contract term {args.contract_score}, "
+        f"lr {config.train.learning_rate}, LoRA r={config.train.rank}, "
         f"temperature {config.round.sample_temperature}; expert iteration, then GRPO: "
         f"{2 * drawn} in all).",
         "",

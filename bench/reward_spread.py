@@ -97,6 +97,8 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     passed = None
+    # CodeReward raises on an environment error (its default): every value below is a
+    # verdict's reward, never an infrastructure failure read as 0
     for name, reward in scorings.items():
         started = time.monotonic()
         values = reward.score(texts, specs)
@@ -106,14 +108,14 @@ def main() -> None:
             passed = [value == 1.0 for value in values]
         per_group: dict[int, list[float]] = {}
         for index, value in zip(owner, values, strict=True):
-            per_group.setdefault(index, []).append(float(value or 0.0))
+            per_group.setdefault(index, []).append(value)
         flat = sum(1 for group in per_group.values() if max(group) == min(group))
         right = [v for v, p in zip(values, passed, strict=True) if p]
-        wrong = [float(v or 0.0) for v, p in zip(values, passed, strict=True) if not p]
-        copies = [float(v or 0.0) for v in copied]
+        wrong = [v for v, p in zip(values, passed, strict=True) if not p]
+        copies = copied
         lines.append(
             f"| {name} | {flat}/{len(per_group)} ({flat / len(per_group):.0%}) | "
-            f"{statistics.mean(float(v or 0.0) for v in values):.3f} | "
+            f"{statistics.mean(values):.3f} | "
             f"{statistics.mean(right) if right else float('nan'):.3f} / "
             f"{statistics.mean(wrong) if wrong else float('nan'):.3f} | "
             f"{max(wrong) if wrong else float('nan'):.3f} | "
