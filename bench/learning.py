@@ -23,7 +23,8 @@ time per phase; each entry states the retained model's gain over the base model 
 points, pooled and per language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
-                                       [--engine llamacpp] [--seed N] [--resume]
+                                       [--engine llamacpp] [--seed N] [--tiers 1,2]
+                                       [--resume]
 
 `--resume` continues a session this script started (with its saved config) from its
 first unfinished round, up to `--rounds`; the scores it measured are kept in the
@@ -31,7 +32,9 @@ session's bench-learning-scores.json, keyed by adapter sha256 and the held-out s
 hashes, so a resumed run measures only what it has not measured yet.
 
 `--engine` runs the preset with another engine kind (its other engine settings kept),
-for the loop and for this script's own evaluations alike.
+for the loop and for this script's own evaluations alike. `--tiers 1,2` makes every
+curriculum source of the preset draw from those tiers: broader train families (and,
+as the suites follow the session's tiers, a broader development set and audit).
 """
 
 from __future__ import annotations
@@ -171,6 +174,14 @@ def phase_times(folder: Path, started: float, bench: tuple[float, float]) -> str
     return ", ".join(parts) + f" (bench held-out evaluation {bench[1] - bench[0]:.0f} s apart)"
 
 
+def curriculum_tiers(config: SessionConfig) -> str:
+    """The tiers the session's curriculum sources draw from, as the entry states them."""
+    tiers = sorted(
+        {tier for s in config.tasks.sources if s.kind == "curriculum" for tier in s.tiers}
+    )
+    return ",".join(map(str, tiers)) or "none"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
@@ -178,6 +189,12 @@ def main() -> None:
     parser.add_argument("--session", type=Path, default=None)
     parser.add_argument("--engine", choices=["hf", "llamacpp"], help="override engine.kind")
     parser.add_argument("--seed", type=int, default=None, help="override the preset's root seed")
+    parser.add_argument(
+        "--tiers",
+        type=lambda text: sorted({int(tier) for tier in text.split(",")}),
+        default=None,
+        help="override the tiers of the preset's curriculum sources, e.g. 1,2",
+    )
     parser.add_argument(
         "--resume", action="store_true", help="continue --session from its first unfinished round"
     )
@@ -199,6 +216,16 @@ def main() -> None:
         if args.seed is not None:
             data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
             preset = validate({**data, "seed": args.seed}, "--seed")
+        if args.tiers is not None:
+            data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
+            sources = [
+                {**source, "tiers": args.tiers} if source["kind"] == "curriculum" else source
+                for source in data["tasks"]["sources"]
+            ]
+            if not any(source["kind"] == "curriculum" for source in sources):
+                raise SystemExit(f"--tiers: preset {args.preset} has no curriculum source")
+            data["tasks"]["sources"] = sources
+            preset = validate(data, "--tiers")
         paths = open_session(session, preset)
     config = load(paths.config)
     languages = list(config.tasks.languages)
@@ -272,7 +299,7 @@ def main() -> None:
         audit = store.read(folder / "audit-candidate" / "summary.json", None)
         lines = [
             f"session {session.name}, preset {args.preset}, engine {config.engine.kind}, "
-            f"seed {config.seed}, "
+            f"seed {config.seed}, curriculum tiers {curriculum_tiers(config)}, "
             f"round {number}: "
             f"**{finish['decision']}**",
             "",
