@@ -152,11 +152,12 @@ def cells(score: Score, languages: list[str]) -> str:
     )
 
 
-def phase_times(folder: Path, started: float, bench: tuple[float, float]) -> str:
+def phase_times(folder: Path, started: float, bench: list[tuple[float, float]]) -> str:
     """Seconds per phase, from the modification times of the PHASE.json files.
 
-    `bench` is the (start, end) of this script's own evaluation between two phases;
-    it is reported on its own, not counted in the phase after it.
+    `bench` holds the (start, end) of this script's own evaluations between two
+    phases (the base model's, after round 1's prepare; a candidate's, before the
+    gate); they are reported on their own, not counted in the phase after them.
     """
     parts, previous = [], started
     for phase in PHASES:
@@ -167,11 +168,13 @@ def phase_times(folder: Path, started: float, bench: tuple[float, float]) -> str
                 parts.append(f"{phase} (an earlier run)")
                 continue
             spent = stamp - previous
-            if previous <= bench[0] and stamp >= bench[1]:
-                spent -= bench[1] - bench[0]
+            for start, end in bench:
+                if previous <= start and stamp >= end:
+                    spent -= end - start
             parts.append(f"{phase} {spent:.0f}")
             previous = stamp
-    return ", ".join(parts) + f" (bench held-out evaluation {bench[1] - bench[0]:.0f} s apart)"
+    apart = sum(end - start for start, end in bench)
+    return ", ".join(parts) + f" (bench held-out evaluation {apart:.0f} s apart)"
 
 
 def curriculum_tiers(config: SessionConfig) -> str:
@@ -231,6 +234,13 @@ def main() -> None:
     languages = list(config.tasks.languages)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     clean_tasks = holdout.tasks(languages)  # raises if the frozen set was edited
+    finished = len(store.read(paths.status).get("history", []))
+    run_started = time.time()
+    if not paths.development.exists():
+        # The fixed development set is written by round 1's prepare: run that phase
+        # now, so that the base model is measured before any round's phases are timed.
+        prepare = ["phase", "--session", str(session), "--round", "1", "--phase", "prepare"]
+        subprocess.run([sys.executable, "-m", "codeloop", *prepare], check=True, env=env)
     fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
     held = heldout.tasks(languages)
     cache = ScoreCache(session / "bench-learning-scores.json", fixed, held, clean_tasks)
@@ -260,11 +270,13 @@ def main() -> None:
         return f"{pooled(score):.1f}%, {solved} of {len(holdout.PROBLEMS)} problems solved"
 
     held_total = len(held)
-    finished = len(store.read(paths.status).get("history", []))
+    base_measuring = time.time()
     base = measure(None)
     base_clean = measure_clean(None)
+    base_window = (base_measuring, time.time())
     for number in range(finished + 1, args.rounds + 1):
-        started = time.time()
+        first = number == finished + 1
+        started = run_started if first else time.time()
         folder = paths.round(number)
         for name in PHASES[: PHASES.index("candidate") + 1]:
             if not (folder / f"{name}.json").exists():
@@ -278,6 +290,7 @@ def main() -> None:
         weights = folder / "adapter" / "adapter_model.safetensors"
         candidate = measure(folder / "adapter") if weights.exists() else None
         evaluated = time.time()
+        windows = [base_window, (measuring, evaluated)] if first else [(measuring, evaluated)]
         rest = ["run", "--session", str(session), "--rounds", str(number)]
         subprocess.run([sys.executable, "-m", "codeloop", *rest], check=True, env=env)
         retained = store.read(paths.status).get("retained_adapter")
@@ -331,7 +344,7 @@ def main() -> None:
             f"- rows exported: {exported['rows']} "
             + " ".join(f"{lang}={n}" for lang, n in exported["languages"].items()),
             f"- train loss first -> last: {loss}",
-            f"- wall seconds per phase: {phase_times(folder, started, (measuring, evaluated))}",
+            f"- wall seconds per phase: {phase_times(folder, started, windows)}",
         ]
         # every round, so that a run stopped early still states its gain so far
         gain_dev = pooled(dev_score) - pooled(base[0])
