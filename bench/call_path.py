@@ -9,14 +9,16 @@ module holds one step of the story.
 
     python bench/call_path.py [--kinds stdio,python,cpp,go]
 
-Prints a table (stops, distinct modules, returns per kind) and appends it to
-bench/RESULTS.md. Compare two commits by running it in both checkouts.
+Prints a table (stops, distinct modules, returns per kind, and which modules the
+returns go back to, most first) and appends it to bench/RESULTS.md. Compare two
+commits by running it in both checkouts.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -86,10 +88,16 @@ def walk(kind: str) -> list[str]:
 
 
 def returns(path: list[str]) -> int:
+    return sum(returned_to(path).values())
+
+
+def returned_to(path: list[str]) -> Counter[str]:
+    """How often the path comes back to each module it had already left."""
     seen: set[str] = set()
-    count = 0
+    count: Counter[str] = Counter()
     for module in path:
-        count += module in seen
+        if module in seen:
+            count[module] += 1
         seen.add(module)
     return count
 
@@ -98,10 +106,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", default="stdio,python,cpp,go")
     args = parser.parse_args()
-    lines = ["| request | stops | modules | returns |", "|---|---|---|---|"]
+    lines = [
+        "| request | stops | modules | returns | returns by module |",
+        "|---|---|---|---|---|",
+    ]
     for kind in args.kinds.split(","):
         path = walk(kind)
-        lines.append(f"| {kind} | {len(path)} | {len(set(path))} | {returns(path)} |")
+        back = ", ".join(
+            f"{module.removesuffix('.py')} {n}" for module, n in returned_to(path).most_common()
+        )
+        lines.append(f"| {kind} | {len(path)} | {len(set(path))} | {returns(path)} | {back} |")
         print(kind, " -> ".join(path))
     record("One check request's path through the modules (bench/call_path.py)", lines)
 
