@@ -216,19 +216,17 @@ def main() -> None:
         preset = load_preset(args.preset)
         if args.engine:
             preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
+        data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
         if args.seed is not None:
-            data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
-            preset = validate({**data, "seed": args.seed}, "--seed")
+            data["seed"] = args.seed
         if args.tiers is not None:
-            data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
-            sources = [
+            if not any(source["kind"] == "curriculum" for source in data["tasks"]["sources"]):
+                raise SystemExit(f"--tiers: preset {args.preset} has no curriculum source")
+            data["tasks"]["sources"] = [
                 {**source, "tiers": args.tiers} if source["kind"] == "curriculum" else source
                 for source in data["tasks"]["sources"]
             ]
-            if not any(source["kind"] == "curriculum" for source in sources):
-                raise SystemExit(f"--tiers: preset {args.preset} has no curriculum source")
-            data["tasks"]["sources"] = sources
-            preset = validate(data, "--tiers")
+        preset = validate(data, "--seed/--tiers")
         paths = open_session(session, preset)
     config = load(paths.config)
     languages = list(config.tasks.languages)

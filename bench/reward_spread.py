@@ -112,14 +112,13 @@ def main() -> None:
         flat = sum(1 for group in per_group.values() if max(group) == min(group))
         right = [v for v, p in zip(values, passed, strict=True) if p]
         wrong = [v for v, p in zip(values, passed, strict=True) if not p]
-        copies = copied
         lines.append(
             f"| {name} | {flat}/{len(per_group)} ({flat / len(per_group):.0%}) | "
             f"{statistics.mean(values):.3f} | "
             f"{statistics.mean(right) if right else float('nan'):.3f} / "
             f"{statistics.mean(wrong) if wrong else float('nan'):.3f} | "
             f"{max(wrong) if wrong else float('nan'):.3f} | "
-            f"{statistics.mean(copies):.3f} ({max(copies):.3f}) | {seconds:.0f} |"
+            f"{statistics.mean(copied):.3f} ({max(copied):.3f}) | {seconds:.0f} |"
         )
         print(lines[-1], flush=True)
     lines += [
