@@ -538,3 +538,68 @@ def test_a_solution_killed_by_its_cpu_limit_is_a_timeout_whoever_noticed_first(
         assert result.run_ms < (LIMITS.time_s + 2.0) * 1000  # the CPU limit ended it
     finally:
         box.close()
+
+
+def test_a_run_that_says_it_finished_and_closes_its_output_is_over_before_its_exit() -> None:
+    """`collect_output(finished=...)`: the line last printed, then both pipes closed, ends
+    the wait; without it the wait lasts until the exit (here, the deadline)."""
+    import subprocess
+    import sys
+
+    from codeloop.sandbox import runs
+
+    # Trusted test code (no model-written program): prints its last line, closes its
+    # output, then takes three seconds to exit.
+    helper = (
+        "import os, sys, time\n"
+        "sys.stdout.write('work\\nDONE-7f3a\\n'); sys.stdout.flush()\n"
+        "os.close(1); os.close(2); time.sleep(3)\n"
+    )
+    limits = runs.RunLimits(
+        wall_s=1.0, cpu_s=1.0, memory_mib=64, output_bytes=4096, processes=4, workdir_mib=1
+    )
+    for finished, ends in ((b"DONE-7f3a", True), (b"DONE-other", False), (None, False)):
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        process = subprocess.Popen(
+            [sys.executable, "-c", helper], stdout=out_write, stderr=err_write
+        )
+        os.close(out_write)
+        os.close(err_write)
+        pidfd = os.pidfd_open(process.pid)
+        started = time.monotonic()
+        try:
+            output = runs.collect_output(
+                out_read, err_read, pidfd, started, limits, finished=finished
+            )
+        finally:
+            process.kill()
+            process.wait()
+            for fd in (out_read, err_read, pidfd):
+                os.close(fd)
+        waited = time.monotonic() - started
+        assert output.stdout == b"work\nDONE-7f3a\n"
+        assert output.ended is ends
+        assert output.timed_out is not ends  # the others waited for an exit that never came
+        assert (waited < 0.9) is ends, waited
+
+
+def test_only_a_passed_check_ends_by_its_output(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A complete test ends by the driver's nonce and closed output (no wait for the exit);
+    every other run waits for the exit status its verdict is made of."""
+    ended: list[bool] = []
+    original = warm.harness.collect_output
+
+    def recorded(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        output = original(*args, **kwargs)  # type: ignore[arg-type]
+        ended.append(output.ended)
+        return output
+
+    monkeypatch.setattr(warm.harness, "collect_output", recorded)
+    for name in sorted(STATUS_PROGRAMS):
+        ended.clear()
+        result = check(sandbox, *STATUS_PROGRAMS[name], "f")
+        assert ended == [name == "passed"], (name, result.status, result.feedback)
+        assert (result.status == "passed") == (name == "passed")

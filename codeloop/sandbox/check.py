@@ -410,7 +410,9 @@ class Sandbox:
         if self.warm is None or self.warm.problem or language.name != "python":
             return None
         program = build.files[language.source]
-        run = self.warm.check(program, build.stdin, self._limits(language, limits))
+        run = self.warm.check(
+            program, build.stdin, self._limits(language, limits), build.success_marker
+        )
         if run.setup_error is None:
             return run
         self.warm.problem = run.setup_error

@@ -15,7 +15,9 @@ in a memfd, and the cgroup.procs files to join). The check's pid 1 says "ready" 
 report socket; with SO_PASSCRED the kernel hands us its pid in our namespace, so we
 hold a pidfd to kill the whole check by, and say "go". When it ends, its parent (the
 zygote, or with CODELOOP_WARM_CLONE=off an intermediate process) reports the exit
-status and CPU time on the same socket.
+status and CPU time on the same socket. A test that ran to its end needs neither: its
+driver prints the nonce last and closes its output, and the worker moves on while the
+process is still exiting (`_run`).
 
 Where the zygote cannot start (no nested user namespaces, an old kernel), `start`
 returns why and the worker uses the cold sandbox: slower, equally isolated.
@@ -215,7 +217,7 @@ class WarmPython:
 
     def stop(self) -> None:
         self._drop_prepared()
-        self._clean_up()
+        self._clean_up(wait=True)
         if self._control is not None:
             self._control.close()
             self._control = None
@@ -269,12 +271,21 @@ class WarmPython:
                 return  # the next check makes its own, and says why if it cannot
             self._ahead.append(made)
 
-    def check(self, program: bytes, stdin: bytes, limits: harness.RunLimits) -> harness.RunResult:
+    def check(
+        self,
+        program: bytes,
+        stdin: bytes,
+        limits: harness.RunLimits,
+        finished: str | None = None,
+    ) -> harness.RunResult:
         """Run one Python function test (the driver reads `stdin`) in a fresh process.
 
         The check runs in a process made ahead during earlier checks (when it was made
         for the same limits), and the queue is topped up while this one runs. A
         prepared process that is gone (its zygote died since) is replaced once.
+        `finished`: the line the driver prints last after a complete test (its nonce);
+        a check whose output ends in it and then closes is over before its process has
+        exited (see `_run`).
         """
         prepared = self._ahead.popleft() if self._ahead else None
         if prepared is not None and prepared.key != _key(limits):
@@ -288,7 +299,7 @@ class WarmPython:
                 if isinstance(made, str):
                     return _setup_error(made)
                 prepared = made
-            result = self._run(prepared, program, stdin, limits)
+            result = self._run(prepared, program, stdin, limits, finished)
             if prepared.cgroup is not None:
                 result.oom_killed = prepared.cgroup.oom_killed()
                 peak = prepared.cgroup.peak_bytes()
@@ -300,14 +311,41 @@ class WarmPython:
                 return result
             prepared = None
 
-    def _clean_up(self) -> None:
-        """Remove the cgroups of finished checks (and close their sockets)."""
-        while self._finished:
-            self._finished.pop().close()
+    def _clean_up(self, wait: bool = False) -> None:
+        """Remove the cgroups of finished checks (and close their sockets).
+
+        Without `wait`, a check whose process is still exiting (its cgroup not yet
+        empty: one that ended by its output, see `_run`) is left for the next clean-up,
+        so that no check waits for another's teardown.
+        """
+        still_exiting = []
+        for prepared in self._finished:
+            if not wait and prepared.cgroup is not None and prepared.cgroup.pids():
+                still_exiting.append(prepared)
+            else:
+                prepared.close()
+        self._finished = still_exiting
 
     def _run(
-        self, prepared: _Prepared, program: bytes, stdin: bytes, limits: harness.RunLimits
+        self,
+        prepared: _Prepared,
+        program: bytes,
+        stdin: bytes,
+        limits: harness.RunLimits,
+        finished: str | None,
     ) -> harness.RunResult:
+        """One check in a prepared process.
+
+        Its result comes with the exit status and rusage the zygote reports once the
+        process has exited, except after a complete test: the driver prints its nonce
+        last and closes its output (the zygote's `_inside`), and nothing but the driver
+        can write that stdout or knows the nonce, so a stdout that ends in it and then
+        closes is a test that ran to its end, exit status 0. The process is killed and
+        left to finish exiting (its cgroup removed at a later clean-up) while the worker
+        goes on, instead of waiting a millisecond or two for the teardown of its memory
+        and namespaces. Its CPU time is then not reported; a test that completed was not
+        stopped by its limit, which is all a verdict reads it for.
+        """
         capped = prepared.cgroup is not None and prepared.cgroup.caps_memory
         space = None
         if limits.address_space or not capped:
@@ -353,12 +391,15 @@ class WarmPython:
             # does removing the last check's cgroup.
             self._make_ahead(limits)
             self._clean_up()
-            output = harness.collect_output(out_read, err_read, pidfd, started, limits)
+            marker = finished.encode() if finished else None
+            output = harness.collect_output(
+                out_read, err_read, pidfd, started, limits, finished=marker
+            )
             exited = time.monotonic()
             with contextlib.suppress(ProcessLookupError):
                 # pid 1 of the check: its namespace dies with it.
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            ended = self._report(report)
+            ended = {"exit": 0} if output.ended else self._report(report)
             wall_ms = (time.monotonic() - started) * 1000
             phases = {
                 "setup": setup_ms,
