@@ -10,6 +10,7 @@ or of the language homes must change none.
 
     python bench/verdicts.py --out before.json
     python bench/verdicts.py --out after.json --compare before.json
+    python bench/verdicts.py --languages python --out ...   # one language's home only
 
 Prints a table per language (canonical passed, mutants passed, differences) and
 appends it to bench/RESULTS.md.
@@ -57,9 +58,9 @@ def mutant(solution: str) -> str | None:
     return None
 
 
-def requests() -> tuple[list[str], list[CheckRequest]]:
+def requests(languages: list[str]) -> tuple[list[str], list[CheckRequest]]:
     """Names (`task/canonical` or `task/mutant`) and check requests of every program."""
-    problems = load_humaneval_x(None, LANGUAGES)
+    problems = load_humaneval_x(None, languages)
     names, made = [], []
     for task_id, row in problems.rows.items():
         variants = {
@@ -80,8 +81,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--compare", type=Path, default=None)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--languages",
+        default=",".join(LANGUAGES),
+        help="comma-separated; a file from a run over more languages compares on these",
+    )
     args = parser.parse_args()
-    names, made = requests()
+    languages = args.languages.split(",")
+    unknown = sorted(set(languages) - set(LANGUAGES))
+    if unknown:
+        parser.error(f"--languages: not in HumanEval-X: {', '.join(unknown)}")
+    names, made = requests(languages)
     started = time.time()
     checks = check_many(made, workers=args.workers)
     seconds = time.time() - started
@@ -91,6 +101,8 @@ def main() -> None:
     }
     args.out.write_text(json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
     before = json.loads(args.compare.read_text()) if args.compare else None
+    if before is not None:  # only the languages checked now
+        before = {name: v for name, v in before.items() if language_of(name) in languages}
     differing = sorted(
         name for name in verdicts if before is not None and before.get(name) != verdicts[name]
     )
@@ -98,7 +110,7 @@ def main() -> None:
         "| language | canonical passed | mutants passed | verdicts differing |",
         "|---|---|---|---|",
     ]
-    for language in LANGUAGES:
+    for language in languages:
         own = {name: v for name, v in verdicts.items() if language_of(name) == language}
         canonical = [v for name, v in own.items() if name.endswith("/canonical")]
         mutants = [v for name, v in own.items() if name.endswith("/mutant")]
