@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -46,6 +47,51 @@ def _v2_parent() -> tuple[Path, bool] | None:
     if not {"memory", "pids"} <= set(controllers) or not os.access(parent, os.W_OK):
         return None
     return parent, "cpu" in controllers
+
+
+_WORKER_NAME = re.compile(r"w(\d+)-\d+")
+"""A worker's folder under codeloop/: `w<pid>-<index>` (see harness.make_backend)."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(codeloop_folder: Path) -> int:
+    """Remove the cgroups that workers which are gone left under `codeloop_folder`; how
+    many folders went.
+
+    A worker killed before it closed leaves its folder, and runs killed with it leave
+    theirs. Empty cgroups cost nothing by themselves, but on cgroup v1 every write of a
+    CPU quota walks every cpu cgroup on the machine: with about 5,000 left by earlier
+    sessions, the quota write of each check took 0.30 ms instead of 0.02, a third of a
+    warm Python check's worker time. Only folders of processes that no longer exist
+    (and then only cgroups nothing runs in: rmdir refuses the others) are removed.
+    """
+    removed = 0
+    try:
+        entries = list(os.scandir(codeloop_folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _WORKER_NAME.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False) or _alive(int(match[1])):
+            continue
+        with contextlib.suppress(OSError):
+            for run in os.scandir(entry.path):
+                if run.is_dir(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(run.path)
+                        removed += 1
+            os.rmdir(entry.path)
+            removed += 1
+    return removed
 
 
 def _read(path: str) -> str | None:
@@ -180,6 +226,8 @@ class CgroupManager:
     def _prepare(self) -> bool:
         if self._ready:
             return True
+        for folder, _controllers in self.parents:
+            sweep_stale(folder.parent)
         try:
             for folder, controllers in self.parents:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -202,6 +250,15 @@ class CgroupManager:
     @property
     def available(self) -> bool:
         return bool(self.parents) and self._prepare()
+
+    def close(self) -> None:
+        """Remove this worker's own folders (its runs' cgroups are gone by now)."""
+        if not self._ready:
+            return
+        for folder, _controllers in self.parents:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        self._ready = False
 
     def describe(self) -> str:
         if not self.available:
@@ -230,7 +287,15 @@ class CgroupManager:
                 if controllers == "cpu" and cpu_quota is None:
                     continue  # v1's own cpu hierarchy: only runs with a quota join it
                 folder = f"{parent}/{name}"
-                os.mkdir(folder)
+                try:
+                    os.mkdir(folder)
+                except FileNotFoundError:
+                    # Our own folder went (a sweep from a process that cannot see our
+                    # pid, in another pid namespace): make it again, once.
+                    self._ready = False
+                    if not self._prepare():
+                        raise
+                    os.mkdir(folder)
                 folders.append(Path(folder))
                 if "memory" in controllers:
                     limit = str(memory_bytes)

@@ -73,6 +73,7 @@ class Sandbox:
             self.warm.stop()
         if self.javac is not None:
             self.javac.stop()
+        self.backend.cgroups.close()
 
     def describe(self) -> str:
         text = self.backend.describe()
