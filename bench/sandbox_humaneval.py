@@ -197,20 +197,8 @@ def bench_split(checks: int) -> dict[str, dict[str, float]]:
     set up, the two interpreters, and torn down), "worker" is the rest of
     `Sandbox.check` (composing the test, the box folder, verdict).
     """
-    problems = load_humaneval(None)
-    rows = list(problems.rows.values())
-    requests = []
-    for row in rows:
-        job = humaneval_job(row, row["canonical_solution"])
-        requests.append(
-            CheckRequest(
-                language="python",
-                program=job.program,
-                test=job.test,
-                prompt=job.prompt,
-                entry_point=job.entry_point,
-            )
-        )
+    rows = load_humaneval(None).rows.values()
+    requests = [humaneval_job(row, row["canonical_solution"]).request() for row in rows]
     split = {mode: _split(mode, requests, checks) for mode in ("warm", "two-step", "cold")}
     _set_mode(None)
     return split
