@@ -63,9 +63,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale(codeloop_folder: Path) -> int:
-    """Remove the cgroups that workers which are gone left under `codeloop_folder`; how
-    many folders went.
+def sweep_stale(codeloop_folder: Path) -> None:
+    """Remove the cgroups that workers which are gone left under `codeloop_folder`.
 
     A worker killed before it closed leaves its folder, and runs killed with it leave
     theirs. Empty cgroups cost nothing by themselves, but on cgroup v1 every write of a
@@ -74,11 +73,10 @@ def sweep_stale(codeloop_folder: Path) -> int:
     worker CPU (bench/cgroup_leak.py). Only folders of processes that no longer exist
     (and then only cgroups nothing runs in: rmdir refuses the others) are removed.
     """
-    removed = 0
     try:
         entries = list(os.scandir(codeloop_folder))
     except OSError:
-        return 0
+        return
     for entry in entries:
         match = _WORKER_NAME.fullmatch(entry.name)
         if match is None or not entry.is_dir(follow_symlinks=False) or _alive(int(match[1])):
@@ -88,10 +86,7 @@ def sweep_stale(codeloop_folder: Path) -> int:
                 if run.is_dir(follow_symlinks=False):
                     with contextlib.suppress(OSError):
                         os.rmdir(run.path)
-                        removed += 1
             os.rmdir(entry.path)
-            removed += 1
-    return removed
 
 
 def _read(path: str) -> str | None:

@@ -275,8 +275,8 @@ def collect_output(
     `finished`: a last line only the run's trusted side prints, as its last act, and
     closes both pipes after: once both have ended with stdout ending in it, the run is
     over (`Output.ended`, whether or not it has exited yet) without waiting for the
-    exit, which for a warm check is another millisecond or two of tearing the process
-    and its namespaces down.
+    exit, which for a warm check is the tearing down of the process and its namespaces
+    (bench/warm_end.py).
     """
     buffers = {out_fd: bytearray(), err_fd: bytearray()}
     open_pipes = {out_fd, err_fd}

@@ -260,7 +260,7 @@ def _inside(spec, report, lockdown):
     os.closerange(3, 1 << 16)
     code = driver.main(forked=True)
     # The output ends here, before the exit tears this process and its namespaces down
-    # (a millisecond or two): a run whose stdout ends in the nonce is then over for the
+    # (see bench/warm_end.py): a run whose stdout ends in the nonce is then over for the
     # worker (`runs.collect_output`'s `finished`), which needs no exit status for it.
     os.close(1)
     os.close(2)
