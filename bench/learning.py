@@ -279,6 +279,8 @@ def main() -> None:
         for name in PHASES[: PHASES.index("candidate") + 1]:
             if not (folder / f"{name}.json").exists():
                 phase = ["phase", "--session", str(session), "--round", str(number)]
+                if args.resume:  # a phase killed mid-way (a train checkpoint) continues
+                    phase.append("--resume")
                 subprocess.run(
                     [sys.executable, "-m", "codeloop", *phase, "--phase", name],
                     check=True,
