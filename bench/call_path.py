@@ -3,26 +3,34 @@
 Checks one request per kind in this process (`Sandbox.check`, the code a worker runs)
 with a tracer on every call into a codeloop module, and reports the path as a reader
 following the request would walk it: the sequence of modules, each stop counted once
-while the calls stay in it. "Returns" counts the stops in a module the path had
-already left (a reader going back to a file already read); the fewer, the more a
+while the calls stay in it. A comprehension or generator expression is part of the
+function it is written in, not a stop of its own: Python 3.12 inlines comprehensions
+(PEP 709), and a count must not change with the interpreter. "Returns" counts the
+stops in a module the path had already left (a reader going back to a file already read); the fewer, the more a
 module holds one step of the story.
 
-    python bench/call_path.py [--kinds stdio,python,cpp,go]
+    python bench/call_path.py [--kinds stdio,python,cpp,go] [--against DIR ...]
 
 Prints a table (stops, distinct modules, returns per kind, and which modules the
-returns go back to, most first) and appends it to bench/RESULTS.md. Compare two
-commits by running it in both checkouts.
+returns go back to, most first) and appends it to bench/RESULTS.md. `--against DIR`
+(a checkout of another commit, e.g. a `git worktree`) traces the same requests with
+that checkout's codeloop, in a process of its own, and adds its rows to the same
+table, so two commits are compared by one tracer in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import results
 from results import record
 
 import codeloop
@@ -36,6 +44,8 @@ except ImportError:  # commits before the one evaluator
 from codeloop.sandbox.check import Sandbox
 
 PACKAGE = str(Path(codeloop.__file__).parent)
+INLINE = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+"""Code objects that belong to the function around them (see the module docstring)."""
 
 
 def request(kind: str) -> CheckRequest:
@@ -65,6 +75,8 @@ def walk(kind: str) -> list[str]:
         if event != "call":
             return None
         filename = frame.f_code.co_filename
+        if frame.f_code.co_name in INLINE:
+            return None
         if filename.startswith(PACKAGE):
             module = filename[len(PACKAGE) + 1 :]
             if not path or path[-1] != module:
@@ -102,21 +114,63 @@ def returned_to(path: list[str]) -> Counter[str]:
     return count
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kinds", default="stdio,python,cpp,go")
-    args = parser.parse_args()
-    lines = [
-        "| request | stops | modules | returns | returns by module |",
-        "|---|---|---|---|---|",
-    ]
-    for kind in args.kinds.split(","):
+def rows(kinds: list[str]) -> list[dict]:
+    """One row per kind, traced with the codeloop this process imports."""
+    found = []
+    for kind in kinds:
         path = walk(kind)
         back = ", ".join(
             f"{module.removesuffix('.py')} {n}" for module, n in returned_to(path).most_common()
         )
-        lines.append(f"| {kind} | {len(path)} | {len(set(path))} | {returns(path)} | {back} |")
-        print(kind, " -> ".join(path))
+        found.append(
+            {
+                "kind": kind,
+                "stops": len(path),
+                "modules": len(set(path)),
+                "returns": returns(path),
+                "back": back,
+                "path": " -> ".join(path),
+            }
+        )
+    return found
+
+
+def rows_of(checkout: Path, kinds: list[str]) -> tuple[str, list[dict]]:
+    """(commit, rows) traced with `checkout`'s codeloop, in a child process."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    command = [sys.executable, __file__, "--kinds", ",".join(kinds), "--json"]
+    done = subprocess.run(
+        command, env=env, cwd=checkout, capture_output=True, text=True, check=True
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=10", "HEAD"], cwd=checkout, capture_output=True, text=True
+    ).stdout.strip()
+    return head, json.loads(done.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kinds", default="stdio,python,cpp,go")
+    parser.add_argument("--against", type=Path, action="append", default=[])
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    if args.json:  # a child of --against: rows on the last line, nothing recorded
+        print(json.dumps(rows(kinds)))
+        return
+    tables = [(checkout.name, *rows_of(checkout, kinds)) for checkout in args.against]
+    tables.append(("this checkout", results.commit(), rows(kinds)))
+    lines = [
+        "| code | request | stops | modules | returns | returns by module |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, head, found in tables:
+        for row in found:
+            print(name, row["kind"], row["path"])
+            lines.append(
+                f"| {head} | {row['kind']} | {row['stops']} | {row['modules']} | "
+                f"{row['returns']} | {row['back']} |"
+            )
     record("One check request's path through the modules (bench/call_path.py)", lines)
 
 
