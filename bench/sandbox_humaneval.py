@@ -490,7 +490,7 @@ def five_split(
     sandbox = Sandbox("bwrap", worker=91)
     own = Path(tempfile.mkdtemp(prefix="split-", dir=cache))
     os.chmod(own, 0o755)
-    sandbox.cache = CompileCache(own)
+    sandbox.compiler.cache = CompileCache(own)
     runs: list[tuple[bool, harness.RunResult]] = []
     original = harness.run
     harness.run = _recording_steps(original, runs)  # type: ignore[assignment]

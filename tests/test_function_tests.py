@@ -164,7 +164,12 @@ def _compose(problems: Problems, task_id: str) -> function_tests.TestBuild:
     context = function_tests.TestContext(prompt=request.prompt, entry_point=request.entry_point)
     language = languages.get(request.language)
     return function_tests.compose(
-        Sandbox("bwrap", worker=23), language, request.program, request.test or "", 512, context
+        Sandbox("bwrap", worker=23).compiler,
+        language,
+        request.program,
+        request.test or "",
+        512,
+        context,
     )
 
 

@@ -215,7 +215,7 @@ def test_a_go_check_never_writes_the_shared_build_cache(go_sandbox, tmp_path: Pa
     from codeloop.sandbox.languages import get
 
     sandbox = go_sandbox
-    sandbox.cache = CompileCache(root=tmp_path, cap_mib=64)
+    sandbox.compiler.cache = CompileCache(root=tmp_path, cap_mib=64)
     gocache = shared_folder("gocache", sandbox.backend.compile_uid)
     go_cache.go_check_cache(sandbox, get("go"), gocache)  # its warm-up, done first
     before = _sizes(gocache)

@@ -163,16 +163,22 @@ def test_unknown_language_is_an_environment_error_not_a_wrong_answer() -> None:
     assert "unknown language" in check.feedback
 
 
-def test_missing_toolchain_is_an_environment_error_naming_the_fix() -> None:
+def test_missing_toolchain_is_an_environment_error_naming_the_fix(monkeypatch) -> None:
+    """A check in a language whose tools are missing says which, and how to install them
+    (the whole check path: the registry's entry is replaced, not a helper called)."""
     from dataclasses import replace
 
     from codeloop.sandbox.check import Sandbox
-    from codeloop.sandbox.languages import LANGUAGES as REGISTRY
+    from codeloop.sandbox.languages import go
 
+    absent = replace(go.LANGUAGE, tools=("/nonexistent/bin/go",))
+    monkeypatch.setattr(go, "LANGUAGE", absent)
     sandbox = Sandbox("bwrap", worker=7)
-    absent = replace(REGISTRY["go"], tools=("/nonexistent/bin/go",))
-    check = sandbox._missing(absent)
-    assert check is not None and check.status == "environment_error"
+    try:
+        check = sandbox.check(CheckRequest(language="go", program="package main\n", cases=CASES))
+    finally:
+        sandbox.close()
+    assert check.status == "environment_error"
     assert "/nonexistent/bin/go" in check.feedback and absent.install in check.feedback
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
@@ -122,9 +122,25 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class CgroupUsage:
+    """What a run's cgroup says about the run once it has ended, read in one go."""
+
+    oom_killed: bool
+    """The kernel killed something for exceeding the memory limit (v1: or the usage hit
+    the limit at all)."""
+    peak_memory_kib: int | None
+    """The highest memory use of the cgroup, where the kernel reports it."""
+
+
 @dataclass
 class RunCgroup:
-    """The cgroup(s) of one run: join by writing the pid to each of `procs_files`."""
+    """The cgroup(s) of one run: join by writing the pid to each of `procs_files`.
+
+    Everything a run's set-up reads from it (`procs_files`, `caps_memory`, `caps_cpu`)
+    is a plain field fixed at creation, so the child set-up never calls back here; the
+    end of the run is one call too (`usage`, or `finish` to read and remove at once).
+    """
 
     folders: list[Path]
     version: int
@@ -132,10 +148,11 @@ class RunCgroup:
     """Whether one of `folders` has the memory controller (cgroup v1 may lack it)."""
     caps_cpu: bool = False
     """Whether a CPU quota applies to the run."""
+    procs_files: list[str] = field(init=False)
+    """The `cgroup.procs` file of each folder: a process joins by writing its pid there."""
 
-    @property
-    def procs_files(self) -> list[str]:
-        return [f"{folder}/cgroup.procs" for folder in self.folders]
+    def __post_init__(self) -> None:
+        self.procs_files = [f"{folder}/cgroup.procs" for folder in self.folders]
 
     def peak_bytes(self) -> int | None:
         name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
@@ -158,11 +175,34 @@ class RunCgroup:
                 return True
         return False
 
+    def usage(self) -> CgroupUsage:
+        """The end-of-run facts a result carries (memory kill, peak), read together so
+        that the runner asks once, after the run and before the cgroup goes."""
+        peak = self.peak_bytes()
+        return CgroupUsage(self.oom_killed(), None if peak is None else peak // 1024)
+
+    def finish(self) -> CgroupUsage:
+        """`usage`, then `destroy`: the end of a run whose cgroup goes with it. The
+        cgroup is destroyed even where reading it fails."""
+        try:
+            return self.usage()
+        finally:
+            self.destroy()
+
     def pids(self) -> list[int]:
         found: set[int] = set()
         for folder in self.folders:
             found.update(int(x) for x in (_read(f"{folder}/cgroup.procs") or "").split())
         return sorted(found)
+
+    def remove_if_idle(self) -> bool:
+        """Destroy the cgroup if nothing is left in it; whether it did. A run that ended
+        by its output may still be exiting: its cgroup waits for a later call instead of
+        making this one wait for the teardown."""
+        if self.pids():
+            return False
+        self.destroy()
+        return True
 
     def destroy(self) -> None:
         """Kill whatever is still inside, then remove the cgroup(s)."""

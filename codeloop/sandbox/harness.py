@@ -23,7 +23,7 @@ import os
 import shutil
 import signal
 import subprocess
-import time
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,19 +37,16 @@ from codeloop.sandbox.runs import (
     Output,
     RunLimits,
     RunResult,
-    _closing,
     _command_exited,
-    _pipe_holding,
     _supervise,
-    child_setup,
     collect_output,
     cpu_limit_s,
     finished_run,
-    prepare_box,
-    remove_box,
+    ran_out_of_cpu,
+    start_partner,
 )
 
-__all__ = [  # the runner's interface; types and box helpers live in `runs`, reaping in `reaping`
+__all__ = [  # the runner's interface; run types live in `runs`, reaping in `reaping`
     "RUN_UID_BASE",
     "Backend",
     "Output",
@@ -228,122 +225,207 @@ def run(
     stays out of reach of the solution it calls (see `languages/javascript/box`). The
     partner's /box is a box of its own holding only `solution_files` (paths in `box`): the test's
     source, binary and inputs are never in a folder the solution can read.
+
+    The steps, each one module's: build the commands (here), make their seccomp filter
+    fds (`seccomp`) and cgroups (`cgroups`), start and read them (`runs`), read and
+    remove the cgroups (`cgroups`), reap what is left (`reaping`).
     """
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
-    result = None
+    solution_box = None
     try:
-        if partner is not None:
-            result = _run_with_partner(
-                backend,
-                argv,
-                partner,
-                box=box,
-                solution_files=solution_files,
-                stdin=stdin,
-                limits=limits,
-                env=env,
-                binds=binds,
-            )
-        else:
-            result = _run_own(backend, argv, box, stdin, limits, env, binds, (), compile_step)
-        return result
+        if partner is None:
+            own = _build(backend, argv, box, limits, env or {}, binds, compile_step)
+            return _execute(backend, own, stdin, limits, compile_step)
+        if backend.name != "bwrap":
+            return RunResult(None, None, b"", b"", 0.0, setup_error="a partner needs bubblewrap")
+        if not solution_files:
+            raise ValueError("a partner needs `solution_files`: what its own box holds")
+        solution_box = solution_box_of(box, solution_files)
+        return _run_pair(backend, argv, partner, box, solution_box, stdin, limits, env or {}, binds)
     finally:
+        # Collect exited children; a worker (a subreaper) also waits a moment for the
+        # run's killed processes to become its zombies, and collects them too.
+        reaping.reap_orphans()
         if reaping.is_subreaper():
             reaping.reap_orphans(settle_s=reaping.ORPHAN_SETTLE_S)
+        if solution_box is not None:  # the partner's: removed once its processes are gone
+            remove_box(solution_box)
 
 
-def _run_own(
+@dataclass
+class _Command:
+    """One command built for the sandbox but not started. Nothing is made for it yet (no
+    fd, no cgroup): building is a step of its own, before `_execute` makes and starts."""
+
+    argv: list[str]
+    """The whole command line; with bubblewrap, its own options may go after argv[0]."""
+    env: dict[str, str]
+    """Popen's environment (bubblewrap's command: empty, the sandbox's is in argv)."""
+    cwd: str
+    uid: int | None
+    cpu_quota: float | None
+    bwrap: bool
+
+
+def _build(
     backend: Backend,
     argv: Sequence[str],
     box: Path,
+    limits: RunLimits,
+    env: dict[str, str],
+    binds: Sequence[tuple[str, str, bool]],
+    compile_step: bool,
+) -> _Command:
+    """`argv` as this backend runs it: inside bubblewrap, or (`process`) on the host."""
+    full_env = base_env(env)
+    uid = backend.compile_uid if compile_step else backend.run_uid
+    quota = None if compile_step else RUN_CPU_QUOTA
+    if backend.name == "bwrap":
+        cwd = BOX if compile_step else "/work"
+        command = [*bind_args(box, compile_step, limits, binds, full_env, cwd), *argv]
+        return _Command(command, {}, "/", uid, quota, True)
+    # No namespaces: /box does not exist, so point the command at the real folder.
+    command = [part.replace(BOX, str(box)) for part in argv]
+    popen_env = {k: v.replace(BOX, str(box)) for k, v in full_env.items()}
+    return _Command(command, popen_env, str(box), uid, quota, False)
+
+
+@dataclass
+class _Partner:
+    """The partner of a two-process test, built: its bubblewrap command, and the two
+    pipes' ends of each side (`theirs` go to the partner, `ours` to the test side)."""
+
+    command: list[str]
+    theirs: tuple[int, int]
+    ours: tuple[int, int]
+
+
+def _execute(
+    backend: Backend,
+    own: _Command,
     stdin: bytes,
     limits: RunLimits,
-    env: dict[str, str] | None,
-    binds: Sequence[tuple[str, str, bool]],
-    extra_fds: tuple[int, ...],
-    compile_step: bool = False,
-    reap: bool = True,
-    side_fd: int | None = None,
+    compile_step: bool,
+    partner: _Partner | None = None,
 ) -> RunResult:
-    """`run` without a partner; `extra_fds` are handed to the command (and closed here).
+    """Start `own` (after `partner`'s sandbox, where there is one) and see it to its end.
 
-    `reap`: collect exited children afterwards (a partner's caller reaps its partner
-    itself first, to learn how it ended). `side_fd`: the partner's output, read into
-    the run's stderr."""
-    full_env = base_env(env or {})
-    uid = backend.compile_uid if compile_step else backend.run_uid
-    cwd = BOX if compile_step else "/work"
-    if backend.name == "bwrap":
-        command = [*bind_args(box, compile_step, limits, binds, full_env, cwd), *argv]
-        popen_env: dict[str, str] = {}
-        popen_cwd = "/"
-    else:
-        # No namespaces: /box does not exist, so point the command at the real folder.
-        command = [part.replace(BOX, str(box)) for part in argv]
-        popen_env = {k: v.replace(BOX, str(box)) for k, v in full_env.items()}
-        popen_cwd = str(box)
-    quota = None if compile_step else RUN_CPU_QUOTA
-    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes, quota)
+    What the commands need is made in one go per module, the partner's first: the
+    seccomp filter fds, then the cgroups; then both are started and `own` read to its
+    end (`runs`); then the cgroups are read and removed. The partner's output joins
+    `own`'s stderr (feedback, and the output cap, as in one sandbox); what is left of
+    it is killed when `own` ends.
+    """
+    status_read: int | None = None
+    status_write: int | None = None
+    options: list[str] = []
+    if own.bwrap:
+        # bwrap's monitor records the command's exit on this pipe; a run that ended
+        # without that record (and was not killed by us) failed to set up. The
+        # sandboxed program cannot reach the monitor (another pid namespace), so it
+        # cannot make its own failure look like a broken sandbox: what it writes to
+        # stderr is never consulted for that. _supervise closes our write end.
+        status_read, status_write = os.pipe()
+        options = ["--json-status-fd", str(status_write)]
+    partner_filter, partner_filter_fds = seccomp.bwrap_args() if partner else ([], ())
+    own_filter, own_filter_fds = seccomp.bwrap_args() if own.bwrap else ([], ())
+    memory = limits.memory_mib * _MIB
+    partner_cgroup = None
+    if partner is not None:
+        partner_cgroup = backend.cgroups.create(memory, limits.processes, RUN_CPU_QUOTA)
+    cgroup = backend.cgroups.create(memory, limits.processes, own.cpu_quota)
     pin = None if compile_step or (cgroup is not None and cgroup.caps_cpu) else backend.cpu
-    status_read = None
+    status = () if status_write is None else (status_write,)
+    passed = (*(partner.ours if partner else ()), *status, *own_filter_fds)
+    command = own.argv
+    if own.bwrap:
+        command = [command[0], *options, *own_filter, *command[1:]]
+    process: subprocess.Popen[bytes] | None = None
+    side_read: int | None = None
     try:
-        passed: tuple[int, ...] = extra_fds
-        if backend.name == "bwrap":
-            # bwrap's monitor records the command's exit on this pipe; a run that ended
-            # without that record (and was not killed by us) failed to set up. The
-            # sandboxed program cannot reach the monitor (another pid namespace), so it
-            # cannot make its own failure look like a broken sandbox: what it writes to
-            # stderr is never consulted for that. _supervise closes our write end.
-            status_read, status_write = os.pipe()
-            extra = ["--json-status-fd", str(status_write)]
-            filter_args, filter_fds = seccomp_args()
-            extra += filter_args
-            passed += (status_write, *filter_fds)
-            command = [command[0], *extra, *command[1:]]
-        result = _supervise(
-            command, popen_env, popen_cwd, stdin, limits, uid, cgroup, passed, pin, side_fd
-        )
+        try:
+            if partner is not None:
+                side_read, side_write = os.pipe()
+                capped = partner_cgroup is not None and partner_cgroup.caps_cpu
+                started = start_partner(
+                    [partner.command[0], *partner_filter, *partner.command[1:]],
+                    limits,
+                    backend.partner_uid,
+                    partner_cgroup,
+                    (*partner.theirs, *partner_filter_fds),
+                    None if capped else backend.cpu,
+                    side_write,
+                )
+                if isinstance(started, str):
+                    for fd in passed:  # never handed to `own`, which does not start
+                        os.close(fd)
+                    return RunResult(None, None, b"", b"", 0.0, setup_error=started)
+                process = started
+            result = _supervise(
+                command, own.env, own.cwd, stdin, limits, own.uid, cgroup, passed, pin, side_read
+            )
+            exited = status_read is None or _command_exited(status_read)
+        finally:
+            if status_read is not None:
+                os.close(status_read)
+            usage = cgroup.finish() if cgroup is not None else None
+        if usage is not None and result.setup_error is None:  # it started: these are its
+            result.oom_killed = usage.oom_killed
+            if usage.peak_memory_kib is not None:
+                result.peak_memory_kib = usage.peak_memory_kib
         killed = result.timed_out or result.output_exceeded or result.oom_killed
-        exited = status_read is None or _command_exited(status_read)
         if not exited and not killed and result.setup_error is None:
             reason = result.stderr.decode("utf-8", "replace").strip()[-500:]
             result.setup_error = f"bubblewrap could not set up the sandbox: {reason}"
+        if process is not None and result.exit_code != 0:
+            result.partner_cpu_limited = ran_out_of_cpu(process.pid, limits)
         return result
     finally:
-        if status_read is not None:
-            os.close(status_read)
-        if cgroup is not None:
-            cgroup.destroy()
-        if reap:
-            reaping.reap_orphans()
+        if process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                process.wait()
+        if side_read is not None:
+            os.close(side_read)
+        if partner_cgroup is not None:
+            partner_cgroup.destroy()
 
 
-def _run_with_partner(
+def _run_pair(
     backend: Backend,
     argv: Sequence[str],
     partner: Sequence[str],
-    *,
     box: Path,
-    solution_files: Sequence[str],
+    solution_box: Path,
     stdin: bytes,
     limits: RunLimits,
-    env: dict[str, str] | None,
+    env: dict[str, str],
     binds: Sequence[tuple[str, str, bool]],
 ) -> RunResult:
-    """`run` with a partner: start the partner's sandbox (its own uid slot, cgroup and
-    namespaces, its own box of `solution_files`; output discarded), run `argv` as
-    usual, then kill what is left of it."""
-    if backend.name != "bwrap":
-        return RunResult(None, None, b"", b"", 0.0, setup_error="a partner needs bubblewrap")
-    if not solution_files:
-        raise ValueError("a partner needs `solution_files`: what its own box holds")
-    solution_box = solution_box_of(box, solution_files)
-    try:
-        return _run_pair(backend, argv, partner, box, solution_box, stdin, limits, env or {}, binds)
-    finally:
-        remove_box(solution_box)
+    """The two sandboxes of a `run` with a partner: the solution's over `solution_box`."""
+    requests_read, requests_write = os.pipe()
+    replies_read, replies_write = os.pipe()
+    for fd in (requests_read, replies_read):
+        # Runtimes that can only open a path (Java: /proc/self/fd/N) reopen these as
+        # their sandbox uid; /proc/PID/fd of another uid's process stays out of reach.
+        os.fchmod(fd, 0o666)
+    own = {"requests": str(requests_write), "replies": str(replies_read)}
+    theirs = {"requests": str(requests_read), "replies": str(replies_write)}
+    command = [
+        *bind_args(solution_box, False, limits, binds, base_env(env), "/work"),
+        *[part.format(**theirs) for part in partner],
+    ]
+    own_argv = [part.format(**own) for part in argv]
+    # A runtime whose arguments are not its own (Rust's test harness) takes the
+    # channel's descriptors from its environment: "{requests}" / "{replies}".
+    placeholders = {"{" + name + "}": fd for name, fd in own.items()}
+    own_env = {key: placeholders.get(value, value) for key, value in env.items()}
+    test_side = _build(backend, own_argv, box, limits, own_env, binds, False)
+    pair = _Partner(command, (requests_read, replies_write), (requests_write, replies_read))
+    return _execute(backend, test_side, stdin, limits, False, pair)
 
 
 def solution_box_of(box: Path, solution_files: Sequence[str]) -> Path:
@@ -372,111 +454,24 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def _run_pair(
-    backend: Backend,
-    argv: Sequence[str],
-    partner: Sequence[str],
-    box: Path,
-    solution_box: Path,
-    stdin: bytes,
-    limits: RunLimits,
-    env: dict[str, str],
-    binds: Sequence[tuple[str, str, bool]],
-) -> RunResult:
-    """The two sandboxes of `_run_with_partner`: the solution's over `solution_box`."""
-    requests_read, requests_write = os.pipe()
-    replies_read, replies_write = os.pipe()
-    for fd in (requests_read, replies_read):
-        # Runtimes that can only open a path (Java: /proc/self/fd/N) reopen these as
-        # their sandbox uid; /proc/PID/fd of another uid's process stays out of reach.
-        os.fchmod(fd, 0o666)
-    own = {"requests": str(requests_write), "replies": str(replies_read)}
-    theirs = {"requests": str(requests_read), "replies": str(replies_write)}
-    full_env = base_env(env)
-    command = [
-        *bind_args(solution_box, False, limits, binds, full_env, "/work"),
-        *[part.format(**theirs) for part in partner],
-    ]
-    filter_args, filter_fds = seccomp_args()
-    command = [command[0], *filter_args, *command[1:]]
-    passed = (requests_read, replies_write, *filter_fds)
-    cgroup = backend.cgroups.create(limits.memory_mib * _MIB, limits.processes, RUN_CPU_QUOTA)
-    procs = cgroup.procs_files if cgroup else []
-    capped = cgroup is not None and cgroup.caps_memory
-    pin = None if cgroup is not None and cgroup.caps_cpu else backend.cpu
-    process = None
-    # What the solution prints (Python's server sends its stdout there too) joins the
-    # test side's stderr: feedback, and the output cap, as in one sandbox.
-    side_read, side_write = os.pipe()
-    try:
-        with _closing((*passed, side_write)):
-            try:
-                process = subprocess.Popen(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=side_write,
-                    stderr=side_write,
-                    cwd="/",
-                    env={},
-                    close_fds=True,
-                    pass_fds=passed,
-                    preexec_fn=lambda: child_setup(
-                        procs, limits, backend.partner_uid, 0o022, capped, pin
-                    ),
-                )
-            except (OSError, subprocess.SubprocessError) as error:
-                for fd in (requests_write, replies_read):
-                    os.close(fd)
-                return RunResult(
-                    None, None, b"", b"", 0.0, setup_error=f"cannot start the partner: {error}"
-                )
-        own_argv = [part.format(**own) for part in argv]
-        # A runtime whose arguments are not its own (Rust's test harness) takes the
-        # channel's descriptors from its environment: "{requests}" / "{replies}".
-        placeholders = {"{" + name + "}": fd for name, fd in own.items()}
-        own_env = {key: placeholders.get(value, value) for key, value in env.items()}
-        ends = (requests_write, replies_read)
-        result = _run_own(
-            backend, own_argv, box, stdin, limits, own_env, binds, ends, False, False, side_read
-        )
-        if result.exit_code != 0:
-            result.partner_cpu_limited = _ran_out_of_cpu(process.pid, limits)
-        return result
-    finally:
-        if process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                process.wait()
-        os.close(side_read)
-        if cgroup is not None:
-            cgroup.destroy()
-        reaping.reap_orphans()
+def prepare_box(parent: Path, owner: int | None) -> Path:
+    """A fresh folder for one program, owned by the compile uid (so compilers may write).
+
+    Here, beside `bind_args` that mounts it and `solution_box_of` that makes a partner's:
+    the box is part of building a sandbox, not of running a process in it."""
+    parent.mkdir(parents=True, exist_ok=True)
+    box = Path(tempfile.mkdtemp(dir=parent))
+    os.chmod(box, 0o755)
+    if owner is not None:
+        os.chown(box, owner, owner)
+    return box
 
 
-PARTNER_EXIT_GRACE_S = 0.5
-"""How long a failed test side's partner gets to finish exiting before we ask how it ended."""
+def remove_box(box: Path) -> None:
+    """Remove a box made by `prepare_box` and everything in it."""
+    shutil.rmtree(box, ignore_errors=True)
 
 
-def _ran_out_of_cpu(pid: int, limits: RunLimits) -> bool:
-    """Whether the partner `pid` (our child, not yet reaped) ended by itself having used
-    its whole CPU-time limit. Waits up to PARTNER_EXIT_GRACE_S for it to end."""
-    deadline = time.monotonic() + PARTNER_EXIT_GRACE_S
-    while True:
-        try:
-            found, _status, usage = os.wait4(pid, os.WNOHANG)
-        except ChildProcessError:
-            return False
-        if found:
-            return usage.ru_utime + usage.ru_stime >= cpu_limit_s(limits) - 0.05
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.005)
-
-
-def seccomp_args() -> tuple[list[str], tuple[int, ...]]:
-    """bwrap's `--seccomp FD` and the fd holding the filter (nothing where unavailable)."""
-    if not seccomp.available():
-        return [], ()
-    fd = _pipe_holding(seccomp.program())
-    return ["--seccomp", str(fd)], (fd,)
+seccomp_args = seccomp.bwrap_args
+"""bwrap's `--seccomp FD` and the fd holding the filter; made by `seccomp` itself (the
+name stays for callers that start a sandbox of their own, like the javac service)."""

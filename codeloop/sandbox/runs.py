@@ -1,8 +1,10 @@
 """One process run under limits: its limits and result, the set-up between fork and exec
 (cgroup, rlimits, uid, parent-death signal), reading its output without blocking up to
-a byte cap and a wall-clock deadline, and the box folder it runs in. `harness` builds
-the bubblewrap command and calls `_supervise`; the warm runner (`warm`) reads its
-output the same way."""
+a byte cap and a wall-clock deadline, and how it ended. `harness` builds the bubblewrap
+command, makes its cgroup and seccomp filter, and calls `_supervise`; the warm runner
+(`warm`) reads its output the same way. Nothing here calls back into the cgroup: what
+the set-up needs from it are fields fixed at its creation, and its end-of-run facts are
+read by the caller (`RunCgroup.finish`)."""
 
 from __future__ import annotations
 
@@ -11,14 +13,12 @@ import ctypes
 import os
 import resource
 import selectors
-import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from codeloop.sandbox.cgroups import RunCgroup
 
@@ -133,6 +133,9 @@ def _supervise(
     cpu: int | None = None,
     side_fd: int | None = None,
 ) -> RunResult:
+    """Start `command` with stdin from `stdin`, its child set-up joining `cgroup`, and
+    read its output to the end (`_stream`). The cgroup's facts (memory kill, peak) are
+    the caller's to read, together with its removal (`RunCgroup.finish`)."""
     procs = cgroup.procs_files if cgroup else []
     capped = cgroup is not None and cgroup.caps_memory
     with tempfile.TemporaryFile() as stdin_file, _closing(pass_fds):
@@ -153,23 +156,40 @@ def _supervise(
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
-    result = _stream(process, started, limits, side_fd)
-    if cgroup is not None:
-        result.oom_killed = cgroup.oom_killed()
-        peak = cgroup.peak_bytes()
-        if peak is not None:
-            result.peak_memory_kib = peak // 1024
-    return result
+    return _stream(process, started, limits, side_fd)
 
 
-def _pipe_holding(data: bytes) -> int:
-    """The read end of a pipe that holds `data` and then ends (small data only)."""
-    read, write = os.pipe()
-    try:
-        os.write(write, data)
-    finally:
-        os.close(write)
-    return read
+def start_partner(
+    command: list[str],
+    limits: RunLimits,
+    uid: int | None,
+    cgroup: RunCgroup | None,
+    pass_fds: tuple[int, ...],
+    cpu: int | None,
+    output_fd: int,
+) -> subprocess.Popen[bytes] | str:
+    """Start the partner of a two-process test (no stdin, all its output to `output_fd`),
+    its child set-up joining `cgroup`; the process, or why it could not start.
+
+    Our copies of `pass_fds` and `output_fd` are closed once it has started (or failed
+    to). The caller kills its process group and reaps it when the test side is done."""
+    procs = cgroup.procs_files if cgroup else []
+    capped = cgroup is not None and cgroup.caps_memory
+    with _closing((*pass_fds, output_fd)):
+        try:
+            return subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output_fd,
+                stderr=output_fd,
+                cwd="/",
+                env={},
+                close_fds=True,
+                pass_fds=pass_fds,
+                preexec_fn=lambda: child_setup(procs, limits, uid, 0o022, capped, cpu),
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            return f"cannot start the partner: {error}"
 
 
 def _command_exited(status_fd: int) -> bool:
@@ -329,15 +349,24 @@ def collect_output(
     return Output(bytes(buffers[out_fd]), bytes(buffers[err_fd]), timed_out, exceeded, ended)
 
 
-def prepare_box(parent: Path, owner: int | None) -> Path:
-    """A fresh folder for one program, owned by the compile uid (so compilers may write)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    box = Path(tempfile.mkdtemp(dir=parent))
-    os.chmod(box, 0o755)
-    if owner is not None:
-        os.chown(box, owner, owner)
-    return box
+PARTNER_EXIT_GRACE_S = 0.5
+"""How long a failed test side's partner gets to finish exiting before we ask how it ended."""
 
 
-def remove_box(box: Path) -> None:
-    shutil.rmtree(box, ignore_errors=True)
+def ran_out_of_cpu(pid: int, limits: RunLimits) -> bool:
+    """Whether the partner `pid` (our child, not yet reaped) ended by itself having used
+    its whole CPU-time limit. Waits up to PARTNER_EXIT_GRACE_S for it to end.
+
+    Here, beside `finished_run`'s own CPU-limit test, because both read a run's rusage
+    against `cpu_limit_s`; the harness asks right after the test side's run."""
+    deadline = time.monotonic() + PARTNER_EXIT_GRACE_S
+    while True:
+        try:
+            found, _status, usage = os.wait4(pid, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if found:
+            return usage.ru_utime + usage.ru_stime >= cpu_limit_s(limits) - 0.05
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)

@@ -22,12 +22,14 @@ and every call made through another ABI (x32, or i386 via `int 0x80`), whose
 numbers this list would not match.
 
 The filter is written for x86-64; on other machines no filter is loaded and
-`available()` says so (the rest of the sandbox still applies).
+`available()` says so (the rest of the sandbox still applies). `bwrap_args()` hands
+the filter over the way bubblewrap takes it: its option and the fd it reads.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import struct
 
@@ -122,3 +124,25 @@ def program() -> bytes:
     ops.append(_op(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
     ops.append(_op(_RET_K, 0, 0, deny))
     return b"".join(ops)
+
+
+def bwrap_args() -> tuple[list[str], tuple[int, ...]]:
+    """bwrap's `--seccomp FD` and the fd holding the filter (nothing where unavailable).
+
+    The caller hands the fd to bwrap (`pass_fds`) and closes its own copy once bwrap has
+    started; the filter is made and delivered here, in one step of the run's set-up."""
+    if not available():
+        return [], ()
+    fd = _pipe_holding(program())
+    return ["--seccomp", str(fd)], (fd,)
+
+
+def _pipe_holding(data: bytes) -> int:
+    """The read end of a pipe that holds `data` and then ends (small data only: the
+    filter, well under a pipe's buffer, so the write never blocks)."""
+    read, write = os.pipe()
+    try:
+        os.write(write, data)
+    finally:
+        os.close(write)
+    return read

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 
 class BuildHost(Protocol):
-    """What a language's home may use of the worker checking a program (`check.Sandbox`):
-    its isolation backend, its scratch folder and its compile limits. A protocol, so
-    that the homes need not import the checker that imports them."""
+    """What a language's home may use of the worker checking a program (its
+    `compiler.Compiler`): its isolation backend, its scratch folder and its compile
+    limits. A protocol, so that the homes need not import the compiler that imports
+    them."""
 
     backend: harness.Backend
     scratch: Path
@@ -61,7 +62,7 @@ class TestBuild:
     run: list[str]
     compile: list[str] | None = None
     trusted: TrustedHalf | None = None
-    """The test's half, compiled apart (`check.Sandbox` caches it per task); then `files`
+    """The test's half, compiled apart (`compiler.Compiler` caches it per task); then `files`
     and `compile` are the solution's half only, and the solution's compile never sees
     the test's sources."""
     env: dict[str, str] = field(default_factory=dict)

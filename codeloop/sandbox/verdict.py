@@ -7,10 +7,14 @@ from __future__ import annotations
 import math
 import re
 import signal
+from typing import TYPE_CHECKING
 
 from codeloop.sandbox import harness
 from codeloop.sandbox.language import Language
-from codeloop.sandbox.request import FEEDBACK_CHARS, Case
+from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check
+
+if TYPE_CHECKING:
+    from codeloop.sandbox.testbuild import TestBuild
 
 _FIELD_CHARS = 400
 _COMPILE_CHARS = 1500
@@ -132,4 +136,64 @@ def _parse_error(language: Language, run: harness.RunResult) -> bool:
             not language.compile_error_with or any(p in stderr for p in language.compile_error_with)
         )
         and not any(phrase in stderr for phrase in language.compile_error_without)
+    )
+
+
+def test_verdict(
+    language: Language, build: TestBuild, run: harness.RunResult, compile_ms: float, backend: str
+) -> Check:
+    """The verdict of a composed test program's run (`backend`: the worker's, recorded)."""
+    status = _run_status(language, run)
+    stderr = _decode(run.stderr)
+    syntax = build.syntax_exit is not None and run.exit_code == build.syntax_exit
+    if status == "runtime_error" and (syntax or _parse_error(language, run)):
+        status = "compile_error"
+    elif status == "runtime_error" or (
+        status is None and any(marker in stderr for marker in build.failure_markers)
+    ):
+        status = "wrong_answer"
+    marker = build.success_marker
+    stdout = _decode(run.stdout)
+    if status is None and build.vacuous_marker and build.vacuous_marker in stdout:
+        # Printed by the trusted test side only: the test never called the solution
+        # (or ran no test function), so it would pass any program.
+        return Check(
+            status="environment_error",
+            feedback=(
+                "The task's test never called the solution (or ran no test function): "
+                "a test like that passes any program, so it gives no verdict. Fix the "
+                "task's test."
+            ),
+            compile_ms=compile_ms,
+            run_ms=run.wall_ms,
+            cases_total=1,
+            backend=backend,
+            task_error=True,
+        )
+    if status is None and marker and marker not in stdout:
+        status = "wrong_answer"  # exited 0 before the tests finished (e.g. exit(0) inside)
+    feedback = ""
+    if status is not None:
+        output = (_decode(run.stdout) + "\n" + stderr).strip()
+        feedback = f"Tests failed ({status.replace('_', ' ')}):\n{_clip(output, 1500, tail=True)}"
+    return Check(
+        status=status or "passed",
+        feedback=feedback[:FEEDBACK_CHARS],  # type: ignore[arg-type]
+        compile_ms=compile_ms,
+        run_ms=run.wall_ms,
+        peak_memory_kib=run.peak_memory_kib,
+        cases_passed=0 if status else 1,
+        cases_total=1,
+        backend=backend,
+    )
+
+
+def failed_check(status: str, feedback: str, backend: str, **extra: object) -> Check:
+    """The Check of a check that ended before its program ran to a verdict (refused,
+    or its compile failed): `status` and `feedback` (clipped), on worker `backend`."""
+    return Check(
+        status=status,
+        feedback=feedback[:FEEDBACK_CHARS],  # type: ignore[arg-type]
+        backend=backend,
+        **extra,
     )

@@ -232,11 +232,17 @@ class WarmPython:
 
     # -- one check -----------------------------------------------------------------------
 
-    def _prepare(self, limits: harness.RunLimits) -> _Prepared | str:
-        """Have the zygote make the next check's process (namespaces, cgroups) now."""
+    def _prepare(self, limits: harness.RunLimits, retire: bool = False) -> _Prepared | str:
+        """Have the zygote make the next check's process (namespaces, cgroups) now.
+
+        `retire`: first remove the cgroups of finished checks (`_clean_up`), so that a
+        check's cgroup work (removing the last ones, making the next one) is one pass
+        over the cgroup manager, between the zygote's start and its message."""
         problem = self.start()  # first: the zygote's answer says what pids.max must hold
         if problem is not None:
             return problem
+        if retire:
+            self._clean_up()
         # pids.max: the check's own processes, and C waiting for them where there is one.
         pids = limits.processes + (1 if self._intermediate else 0)
         cgroup = self.backend.cgroups.create(limits.memory_mib * _MIB, pids, harness.RUN_CPU_QUOTA)
@@ -264,12 +270,17 @@ class WarmPython:
             self._ahead.popleft().close()
 
     def _make_ahead(self, limits: harness.RunLimits) -> None:
-        """Have AHEAD check processes waiting for checks with these limits."""
+        """Have AHEAD check processes waiting for checks with these limits, and remove
+        the cgroups of finished checks (with the first one made, in the same pass)."""
+        retire = True
         while len(self._ahead) < AHEAD:
-            made = self._prepare(limits)
+            made = self._prepare(limits, retire)
+            retire = False  # done there (or by the zygote's restart, which stops all)
             if isinstance(made, str):
                 return  # the next check makes its own, and says why if it cannot
             self._ahead.append(made)
+        if retire:
+            self._clean_up()
 
     def check(
         self,
@@ -301,10 +312,10 @@ class WarmPython:
                 prepared = made
             result = self._run(prepared, program, stdin, limits, finished)
             if prepared.cgroup is not None:
-                result.oom_killed = prepared.cgroup.oom_killed()
-                peak = prepared.cgroup.peak_bytes()
-                if peak is not None:
-                    result.peak_memory_kib = peak // 1024
+                usage = prepared.cgroup.usage()
+                result.oom_killed = usage.oom_killed
+                if usage.peak_memory_kib is not None:
+                    result.peak_memory_kib = usage.peak_memory_kib
             # Removing the cgroup waits for its last process: done after the next "go".
             self._finished.append(prepared)
             if result.setup_error is None or not reused:
@@ -320,10 +331,12 @@ class WarmPython:
         """
         still_exiting = []
         for prepared in self._finished:
-            if not wait and prepared.cgroup is not None and prepared.cgroup.pids():
-                still_exiting.append(prepared)
-            else:
+            if prepared.cgroup is None or wait:
                 prepared.close()
+            elif prepared.cgroup.remove_if_idle():
+                prepared.report.close()  # its process is gone with its cgroup
+            else:
+                still_exiting.append(prepared)
         self._finished = still_exiting
 
     def _run(
@@ -391,7 +404,6 @@ class WarmPython:
             # Made now, the next checks' namespaces and cgroup joins overlap this run, as
             # does removing the last check's cgroup.
             self._make_ahead(limits)
-            self._clean_up()
             marker = finished.encode() if finished else None
             output = harness.collect_output(
                 out_read, err_read, pidfd, started, limits, finished=marker

@@ -16,8 +16,7 @@ from codeloop.sandbox.languages.cpp.headers import (
     _CPP_RPC_MOUNT,
     _CPP_TEST_PCH_MOUNT,
     _cpp_common_header,
-    cpp_common_pch,
-    cpp_rpc_library,
+    shared_builds,
     stdcxx_pch,
 )
 from codeloop.sandbox.languages.cpp.trivial import trivial_programs as trivial_programs
@@ -65,60 +64,61 @@ def compose_test(
     context: TestContext,
 ) -> TestBuild:
     sig = box.signature(context.prompt, context.entry_point) if context.prompt else None
-    if sig is not None and language.compile is not None:
-        nonce = make_nonce()
-        prompt = context.prompt
-        quick = not switched_off("CODELOOP_CPP_QUICK_TEST")
-        # The solution's half is compiled with the language's own flags (-O2): what the
-        # program does, undefined behaviour included, is what a plain compile gives.
-        # The test's half is trusted code that only calls and compares: -O0 compiles it
-        # in about half the time, and SSE arithmetic gives the same values at any -O.
-        flags = [part for part in language.compile[1:] if part.startswith(("-O", "-std="))]
-        test_flags = flags
-        if quick:
-            test_flags = [part for part in flags if not part.startswith("-O")] + ["-O0"]
-        libraries = [part for part in language.compile if part.startswith("-l")]
-        binds: list[tuple[str, str, bool]] = []
-        library = cpp_rpc_library(sandbox, language)
-        if library is not None:
-            binds.append((str(library), _CPP_RPC_MOUNT, False))
-            libraries = [f"{_CPP_RPC_MOUNT}/{box.LIBRARY_OBJECT}", *libraries]
-        linked = library is not None
-        steps, common = [], []
-        for half, half_flags, mount in (
-            ("server", flags, _CPP_PCH_MOUNT),
-            ("main", test_flags, _CPP_TEST_PCH_MOUNT),
-        ):
-            include = _cpp_common_header(quick)
-            folder = cpp_common_pch(sandbox, language, half_flags, quick)
-            if folder is not None:
-                # The same headers, parsed once per compiler and flags: half of a compile.
-                include = f"#include <{_CPP_PCH_NAME}>\n"
-                half_flags = [f"-I{mount}", *half_flags]
-                binds.append((str(folder), mount, False))
-            common.append(include)
-            output = ["-o", f"{BOX}/{half}", f"{BOX}/{half}.cpp"]
-            steps.append([language.compile[0], *half_flags, *fast_link(), *output, *libraries])
-        server = box.server_source(prompt, program, sig, quick_codec=quick, library=linked)
-        tester = box.test_source(prompt, test, sig, library=linked)
-        codec = {name: text.encode() for name, text in box.box_files().items()}
-        return TestBuild(
-            files={"server.cpp": (common[0] + server).encode(), **codec},
-            compile=steps[0],
-            # The test's half depends on the task only: compiled once per task.
-            trusted=TrustedHalf(
-                files={"main.cpp": (common[1] + tester).encode(), **codec}, compile=steps[1]
-            ),
-            run=[f"{BOX}/main", "{requests}", "{replies}"],
-            partner=[f"{BOX}/server", "{requests}", "{replies}"],
-            solution_files=("server",),
-            env=dict(language.env),
-            binds=binds,
-            success_marker=nonce,
-            vacuous_marker=vacuous(nonce),
-            stdin=(nonce + "\n").encode(),
-        )
-    raise refuse_unsafe("cpp", "pointers, references to classes, user-defined types")
+    if sig is None or language.compile is None:
+        raise refuse_unsafe("cpp", "pointers, references to classes, user-defined types")
+    nonce = make_nonce()
+    vacuous_marker = vacuous(nonce)
+    link = fast_link()
+    quick = not switched_off("CODELOOP_CPP_QUICK_TEST")
+    prompt = context.prompt
+    # The solution's half is compiled with the language's own flags (-O2): what the
+    # program does, undefined behaviour included, is what a plain compile gives.
+    # The test's half is trusted code that only calls and compares: -O0 compiles it
+    # in about half the time, and SSE arithmetic gives the same values at any -O.
+    flags = [part for part in language.compile[1:] if part.startswith(("-O", "-std="))]
+    test_flags = flags
+    if quick:
+        test_flags = [part for part in flags if not part.startswith("-O")] + ["-O0"]
+    libraries = [part for part in language.compile if part.startswith("-l")]
+    builds = shared_builds(sandbox, language, flags, test_flags, quick)
+    binds: list[tuple[str, str, bool]] = []
+    if builds.library is not None:
+        binds.append((str(builds.library), _CPP_RPC_MOUNT, False))
+        libraries = [f"{_CPP_RPC_MOUNT}/{box.LIBRARY_OBJECT}", *libraries]
+    linked = builds.library is not None
+    steps, common = [], []
+    for half, half_flags, mount, folder in (
+        ("server", flags, _CPP_PCH_MOUNT, builds.solution_pch),
+        ("main", test_flags, _CPP_TEST_PCH_MOUNT, builds.test_pch),
+    ):
+        include = _cpp_common_header(quick)
+        if folder is not None:
+            # The same headers, parsed once per compiler and flags: half of a compile.
+            include = f"#include <{_CPP_PCH_NAME}>\n"
+            half_flags = [f"-I{mount}", *half_flags]
+            binds.append((str(folder), mount, False))
+        common.append(include)
+        output = ["-o", f"{BOX}/{half}", f"{BOX}/{half}.cpp"]
+        steps.append([language.compile[0], *half_flags, *link, *output, *libraries])
+    server = box.server_source(prompt, program, sig, quick_codec=quick, library=linked)
+    tester = box.test_source(prompt, test, sig, library=linked)
+    codec = {name: text.encode() for name, text in box.box_files().items()}
+    return TestBuild(
+        files={"server.cpp": (common[0] + server).encode(), **codec},
+        compile=steps[0],
+        # The test's half depends on the task only: compiled once per task.
+        trusted=TrustedHalf(
+            files={"main.cpp": (common[1] + tester).encode(), **codec}, compile=steps[1]
+        ),
+        run=[f"{BOX}/main", "{requests}", "{replies}"],
+        partner=[f"{BOX}/server", "{requests}", "{replies}"],
+        solution_files=("server",),
+        env=dict(language.env),
+        binds=binds,
+        success_marker=nonce,
+        vacuous_marker=vacuous_marker,
+        stdin=(nonce + "\n").encode(),
+    )
 
 
 _STDCXX = re.compile(r"#\s*include\s*<bits/stdc\+\+\.h>")

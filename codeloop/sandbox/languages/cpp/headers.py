@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.sandbox import harness
@@ -47,6 +49,54 @@ def _cpp_common_header(with_codec_headers: bool = True) -> str:
     if with_codec_headers:
         names += [name for name in box.standard_headers() if name not in names]
     return "".join(f"#include <{name}>\n" for name in names)
+
+
+@dataclass(frozen=True)
+class SharedBuilds:
+    """The one-time builds a C++ function test compiles against (None: not built)."""
+
+    library: Path | None
+    """The codec library's folder (`cpp_rpc_library`)."""
+    solution_pch: Path | None
+    """The common headers precompiled with the solution's flags (`cpp_common_pch`)."""
+    test_pch: Path | None
+    """The same with the test half's flags."""
+
+
+_known_builds: dict[tuple, SharedBuilds] = {}
+"""What `shared_builds` found, per worker process: a check asks for them every time."""
+
+
+def shared_builds(
+    sandbox: BuildHost,
+    language: Language,
+    solution_flags: Sequence[str],
+    test_flags: Sequence[str],
+    quick: bool,
+) -> SharedBuilds:
+    """The codec library and both halves' precompiled headers, built once by whichever
+    worker first needs them and looked up once per worker process after that (while
+    their folders are still there), so that a check does not hash and stat them anew."""
+    key = (
+        sandbox.backend.compile_uid,
+        language.compile,
+        tuple(solution_flags),
+        tuple(test_flags),
+        quick,
+        os.environ.get("CODELOOP_CPP_RPC_LIB"),
+        os.environ.get("CODELOOP_CACHE"),
+    )
+    known = _known_builds.get(key)
+    folders = () if known is None else (known.library, known.solution_pch, known.test_pch)
+    if known is not None and all((f / ".done").exists() for f in folders if f is not None):
+        return known
+    built = SharedBuilds(
+        library=cpp_rpc_library(sandbox, language),
+        solution_pch=cpp_common_pch(sandbox, language, solution_flags, quick),
+        test_pch=cpp_common_pch(sandbox, language, test_flags, quick),
+    )
+    _known_builds[key] = built
+    return built
 
 
 def cpp_rpc_library(sandbox: BuildHost, language: Language) -> Path | None:

@@ -6,7 +6,12 @@ Debian's /usr/share/gocode (`library`); checks read a shared build cache (`cache
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from codeloop.sandbox.cache import shared_folder
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
@@ -65,47 +70,88 @@ def compose_test(
 ) -> TestBuild:
     env = dict(language.env)
     env.update({"GO111MODULE": "off", "GOPATH": GO_PATH})
+    library = _remembered("library", sandbox, lambda: _library(sandbox, language, env))
+    nonce = make_nonce()
+    vacuous_marker = vacuous(nonce)
+    test_code = _go_code_only(go_split_imports(test)[0])
     sig = box.signature(context.prompt, context.entry_point) if context.prompt else None
-    if sig is not None:
-        nonce = make_nonce()
-        driver = go_test_file(context.prompt[: sig[3]] + "\n" + box.proxy(sig), test)
-        server = go_test_file(program + box.server_main(sig), "")
-        names = box.test_names(_go_code_only(go_split_imports(test)[0]))
-        library = go_library(sandbox, language, env)
-        binds: list[tuple[str, str, bool]] = []
-        if library is None:
-            go_warm_cache(sandbox, language, env)
-        else:
-            trimmed = not _WHOLE_TESTIFY.search(test + "\n" + program)
-            env = _go_library_env(env, library, trimmed)
-            binds.append((str(library), GO_LIBRARY_MOUNT, False))
-        # Two go commands: the test's driver (bin/drv) once per task, from the compile
-        # cache after that, and the solution's server (bin/srv) per answer.
-        build = [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/bin/"]
-        shared = box.files(names, library is not None)
-        return TestBuild(
+    if sig is None:
+        raise refuse_unsafe("go", "pointers, function values, channels, variadics")
+    proxy, server_main = box.proxy(sig), box.server_main(sig)
+    shared = box.files(box.test_names(test_code), library is not None)
+    driver = go_test_file(context.prompt[: sig[3]] + "\n" + proxy, test)
+    server = go_test_file(program + server_main, "")
+    binds: list[tuple[str, str, bool]] = []
+    if library is not None:
+        trimmed = not _WHOLE_TESTIFY.search(test + "\n" + program)
+        env = _go_library_env(env, library, trimmed)
+        binds.append((str(library), GO_LIBRARY_MOUNT, False))
+    # Two go commands: the test's driver (bin/drv) once per task, from the compile
+    # cache after that, and the solution's server (bin/srv) per answer.
+    build = [GO, "build", "-ldflags=-s -w", "-o", f"{BOX}/bin/"]
+    return TestBuild(
+        files={
+            "srv/main.go": server.encode(),
+            **{name: text for name, text in shared.items() if name.startswith("srv/")},
+        },
+        compile=[*build, "./srv"],
+        trusted=TrustedHalf(
             files={
-                "srv/main.go": server.encode(),
-                **{name: text for name, text in shared.items() if name.startswith("srv/")},
+                "drv/main.go": driver.encode(),
+                **{name: text for name, text in shared.items() if name.startswith("drv/")},
             },
-            compile=[*build, "./srv"],
-            trusted=TrustedHalf(
-                files={
-                    "drv/main.go": driver.encode(),
-                    **{name: text for name, text in shared.items() if name.startswith("drv/")},
-                },
-                compile=[*build, "./drv"],
-            ),
-            run=[f"{BOX}/bin/drv", "-test.count=1", "--", "{requests}", "{replies}"],
-            partner=[f"{BOX}/bin/srv", "{requests}", "{replies}"],
-            solution_files=("bin/srv",),
-            env=env,
-            binds=binds,
-            success_marker=nonce,
-            vacuous_marker=vacuous(nonce),
-            stdin=(nonce + "\n").encode(),
-        )
-    raise refuse_unsafe("go", "pointers, function values, channels, variadics")
+            compile=[*build, "./drv"],
+        ),
+        run=[f"{BOX}/bin/drv", "-test.count=1", "--", "{requests}", "{replies}"],
+        partner=[f"{BOX}/bin/srv", "{requests}", "{replies}"],
+        solution_files=("bin/srv",),
+        env=env,
+        binds=binds,
+        success_marker=nonce,
+        vacuous_marker=vacuous_marker,
+        stdin=(nonce + "\n").encode(),
+    )
+
+
+def _library(sandbox: BuildHost, language: Language, env: dict[str, str]) -> Path | None:
+    """The trusted GOPATH folder (`go_library`); where there is none, the standard and
+    testify packages warmed in the shared cache instead."""
+    library = go_library(sandbox, language, env)
+    if library is None:
+        go_warm_cache(sandbox, language, env)
+    return library
+
+
+Value = TypeVar("Value")
+
+
+@dataclass(frozen=True)
+class _Known:
+    value: object
+    gocache: Path
+    inode: int
+
+
+_known: dict[tuple, _Known] = {}
+"""What `_remembered` made, per worker process."""
+
+
+def _remembered(name: str, sandbox: BuildHost, make: Callable[[], Value]) -> Value:
+    """`make()` (a one-time build's lookup: hashes, stats, a warm-up) once per worker
+    process, while the shared build cache it warmed is the same folder: evicting it
+    over its cap makes a new one (`cache._go_cap_cache`), and then `make` runs again."""
+    uid = sandbox.backend.compile_uid
+    key = (name, uid, os.environ.get("CODELOOP_CACHE"), os.environ.get("CODELOOP_GO_LIBRARY"))
+    known = _known.get(key)
+    if known is not None:
+        with contextlib.suppress(OSError):
+            folder = known.value if isinstance(known.value, Path) else known.gocache
+            if known.gocache.stat().st_ino == known.inode and folder.exists():
+                return known.value  # type: ignore[return-value]
+    value = make()
+    gocache = shared_folder("gocache", uid)
+    _known[key] = _Known(value, gocache, gocache.stat().st_ino)
+    return value
 
 
 _gocache: dict[int | None, Path] = {}
@@ -120,7 +166,8 @@ def compile_setup(
     uid = sandbox.backend.compile_uid
     if uid not in _gocache:
         _gocache[uid] = shared_folder("gocache", uid)
-    binds, env = go_check_cache(sandbox, language, _gocache[uid])
+    gocache = _gocache[uid]
+    binds, env = _remembered("check", sandbox, lambda: go_check_cache(sandbox, language, gocache))
     return argv, binds, env
 
 

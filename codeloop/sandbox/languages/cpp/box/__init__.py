@@ -30,7 +30,7 @@ IMPL = "codeloop_rpc_impl.hpp"
 """The header's type-independent functions (the header includes it unless a check links
 the library)."""
 LIBRARY_SOURCE = "codeloop_rpc_lib.cpp"
-"""What the sandbox compiles once into the library (see function_tests.cpp_rpc_library)."""
+"""What the sandbox compiles once into the library (see headers.cpp_rpc_library)."""
 LIBRARY_OBJECT = "codeloop_rpc.o"
 _WORD = re.compile(r"[A-Za-z_]\w*")
 SUPPORTED_WORDS = {

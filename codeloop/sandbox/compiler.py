@@ -1,0 +1,320 @@
+"""Compiling in a worker's sandbox: one program's compile, or its outcome from the cache.
+
+`check.Sandbox` asks for two kinds of compile: the answer's (the stdio program, or the
+solution's half of a function test) and the test's half of a function test, which
+depends on the task alone and so is compiled once per task (`compile_trusted`). Both
+go through the compile cache; a failed compile is checked against the language's
+canary before it counts against the source, so that a broken toolchain is an
+environment error and never a wrong answer.
+
+A worker resolves each language's toolchain once (`Toolchain`: its home's compile
+extras and its version, a part of every cache key), so that a compile reads as the
+steps it takes: the language's extras, the cache, the compiler, the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from codeloop.config import SandboxLimits
+from codeloop.sandbox import harness
+from codeloop.sandbox.cache import CompileCache, compile_key, locked
+from codeloop.sandbox.language import Language, version_of
+from codeloop.sandbox.languages import home
+from codeloop.sandbox.languages.java import javac_service
+from codeloop.sandbox.languages.java.javac import JAVAC_BATCH_JAR, JAVAC_BATCH_MOUNT, javac_batch
+from codeloop.sandbox.request import COMPILE_VIRTUAL_OVERHEAD_MIB, Check
+from codeloop.sandbox.testbuild import TestBuild
+from codeloop.sandbox.verdict import _compile_feedback, _decode, failed_check
+
+COMPILE_TIMED_OUT = "Compilation timed out."
+"""The feedback of a compile that met its wall-clock limit (not cached: it may finish
+on a quieter machine)."""
+CANARY_TTL_S = 120.0
+"""How long a worker trusts a toolchain after its canary compiled."""
+
+Setup = Callable[..., tuple[list[str], list[tuple[str, str, bool]], dict[str, str]]]
+"""A home's `compile_setup(host, language, source, argv) -> (argv, binds, env)`."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """What a worker knows of a language's compiler once it has looked it up."""
+
+    version: str
+    """The first line of the toolchain's version output: part of every cache key."""
+    setup: Setup | None
+    """The home's compile extras (Go: the shared build cache; C++: precompiled headers)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One compile as it will run: its command, binds, environment and cache key."""
+
+    argv: list[str]
+    binds: list[tuple[str, str, bool]]
+    env: dict[str, str]
+    key: str
+
+
+def compile_limits(limits: SandboxLimits) -> harness.RunLimits:
+    """The limits of a compile step: the compiler's own needs, not the program's."""
+    return harness.RunLimits(
+        wall_s=limits.compile_time_s,
+        cpu_s=limits.compile_time_s,
+        memory_mib=max(2048, limits.memory_mib),
+        output_bytes=1 << 20,
+        processes=512,
+        workdir_mib=512,
+        address_space=False,
+        virtual_overhead_mib=COMPILE_VIRTUAL_OVERHEAD_MIB,
+        file_size_mib=512,
+    )
+
+
+class Compiler:
+    """A worker's compiles: its backend and scratch folder, the compile cache, the
+    canary's last pass per language, and the javac service where there is one.
+
+    It is also the `BuildHost` the language homes build their one-time builds with."""
+
+    def __init__(self, backend: harness.Backend, scratch: Path) -> None:
+        self.backend = backend
+        self.scratch = scratch
+        self.cache = CompileCache()
+        self._toolchains: dict[str, Toolchain] = {}
+        self._canary_passed: dict[str, float] = {}
+        service = javac_service.enabled() and backend.name == "bwrap"
+        self.javac = javac_service.JavacService(backend, scratch) if service else None
+        """The worker's javac JVM (None: every Java compile starts its own)."""
+
+    def compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
+        return compile_limits(limits)
+
+    def _failed(self, status: str, feedback: str, **extra: object) -> Check:
+        return failed_check(status, feedback, self.backend.name, **extra)
+
+    def close(self) -> None:
+        """Stop the javac service (the worker is done)."""
+        if self.javac is not None:
+            self.javac.stop()
+
+    def toolchain(self, language: Language) -> Toolchain:
+        """The language's toolchain, looked up on the worker's first compile in it."""
+        known = self._toolchains.get(language.name)
+        if known is None:
+            known = Toolchain(version_of(language), home(language.name).compile_setup)
+            self._toolchains[language.name] = known
+        return known
+
+    def plan(
+        self,
+        language: Language,
+        files: dict[str, bytes],
+        argv: list[str],
+        build: TestBuild | None = None,
+    ) -> Plan:
+        """The compile's command, binds and environment (the language's extras and the
+        build's), and its compile-cache key."""
+        toolchain = self.toolchain(language)
+        binds: list[tuple[str, str, bool]] = []
+        env = dict(language.env)
+        if toolchain.setup is not None:
+            source = files.get(language.source, b"").decode("utf-8", errors="replace")
+            argv, binds, extra = toolchain.setup(self, language, source, argv)
+            env.update(extra)
+        if build:
+            binds, env = [*binds, *build.binds], {**env, **build.env}
+        key = compile_key(language.name, toolchain.version, argv, files, env, binds)
+        return Plan(argv, binds, env, key)
+
+    def compile(
+        self,
+        language: Language,
+        box: Path,
+        files: dict[str, bytes],
+        limits: SandboxLimits,
+        build: TestBuild | None = None,
+        argv: list[str] | None = None,
+    ) -> tuple[Check | None, float]:
+        """Compile in the sandbox (or load from cache); a Check only when it failed.
+
+        `argv`: the command (default: the build's, else the language's stdio compile)."""
+        argv = argv or (build.compile if build else language.compile_argv(limits.memory_mib))
+        if argv is None:
+            return None, 0.0
+        plan = self.plan(language, files, argv, build)
+        outcome = self.cache.load(plan.key, box)
+        elapsed = 0.0
+        if outcome is None:
+            run = self._compile_in_service(language, plan.argv, box, files, limits)
+            if run is None:
+                run = self._run_compiler(plan.argv, box, plan.env, plan.binds, limits)
+            elapsed = run.wall_ms
+            stderr = _decode(run.stderr) + _decode(run.stdout)
+            if run.setup_error:  # from bwrap's status pipe, never from compiler output
+                return self._failed("environment_error", run.setup_error), elapsed
+            if run.timed_out:
+                return self._failed("compile_error", COMPILE_TIMED_OUT), elapsed
+            outcome = {"ok": run.exit_code == 0, "stderr": stderr}
+            if not outcome["ok"]:
+                broken = self._broken_toolchain(language, limits)
+                if broken is not None:
+                    return self._failed("environment_error", broken), elapsed
+            # Only a compiler that ran to its own end is a fact about the source: one
+            # killed by a signal, the OOM killer or the output cap may do better next time.
+            if run.exit_code is not None and not (run.oom_killed or run.output_exceeded):
+                self.cache.save(plan.key, box, outcome)
+        if not outcome["ok"]:
+            feedback = _compile_feedback(outcome["stderr"])
+            return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
+        return None, elapsed
+
+    def compile_build(
+        self, language: Language, box: Path, build: TestBuild, limits: SandboxLimits
+    ) -> tuple[Check | None, float, float]:
+        """A composed function test into `box`: the solution's half, then the test's
+        (`compile_trusted`), so that the solution's compile never sees the test's
+        sources. (failure or None, compile ms of both, compile ms of the test's half)."""
+        write_box(box, build.files, self.backend.compile_uid)
+        failed, compile_ms = self.compile(language, box, build.files, limits, build)
+        test_ms = 0.0
+        if failed is None and build.trusted is not None:
+            failed, test_ms = self.compile_trusted(language, box, build, limits)
+        return failed, compile_ms + test_ms, test_ms
+
+    def compile_trusted(
+        self, language: Language, box: Path, build: TestBuild, limits: SandboxLimits
+    ) -> tuple[Check | None, float]:
+        """The test's half into `box`: from the compile cache, else compiled once.
+
+        On a miss it is compiled in a box of its own (the solution's compile never
+        sees the test, and the test's never sees the solution), under a lock per key,
+        so that workers checking answers to one task build it once between them; then
+        that box (sources and products) is copied into `box`. A failure of a half
+        built from the task alone (`TrustedHalf.from_task`) is the task's: no answer
+        could pass, so it is no verdict on this one; otherwise a compile_error.
+        """
+        trusted = build.trusted
+        assert trusted is not None
+        key = self.plan(language, trusted.files, trusted.compile, build).key
+        outcome = self.cache.load(key, box)
+        if outcome is not None and outcome["ok"]:
+            return None, 0.0
+        with locked(f"trusted-{key[:2]}"):
+            own = harness.prepare_box(self.scratch, self.backend.compile_uid)
+            try:
+                write_box(own, trusted.files, self.backend.compile_uid)
+                failed, elapsed = self.compile(
+                    language, own, trusted.files, limits, build, trusted.compile
+                )
+                if failed is None:
+                    shutil.copytree(own, box, symlinks=True, dirs_exist_ok=True)
+            finally:
+                harness.remove_box(own)
+        if failed is not None and failed.status == "compile_error" and trusted.from_task:
+            # A timeout is this machine's (too slow now), a compiler's error the task's.
+            timed_out = failed.feedback == COMPILE_TIMED_OUT
+            failed = self._failed(
+                "environment_error",
+                "The task's test did not compile (it is built from the task alone, so no "
+                f"answer could pass it): {failed.feedback}",
+                task_error=not timed_out,
+            )
+        return failed, elapsed
+
+    def _compile_in_service(
+        self,
+        language: Language,
+        argv: list[str],
+        box: Path,
+        files: dict[str, bytes],
+        limits: SandboxLimits,
+    ) -> harness.RunResult | None:
+        """A Java compile by the worker's javac service (None: compile the one-shot way)."""
+        if self.javac is None or language.name != "java":
+            return None
+        batch = javac_batch(self, language)
+        if batch is None:
+            return None
+        request = javac_service.groups_of(argv, f"{JAVAC_BATCH_MOUNT}/{JAVAC_BATCH_JAR}")
+        if request is None:
+            return None
+        return self.javac.compile(
+            language,
+            batch[0],
+            JAVAC_BATCH_MOUNT,
+            JAVAC_BATCH_JAR,
+            request,
+            box,
+            files,
+            compile_limits(limits),
+        )
+
+    def _run_compiler(
+        self,
+        argv: list[str],
+        box: Path,
+        env: dict[str, str],
+        binds: list[tuple[str, str, bool]],
+        limits: SandboxLimits,
+    ) -> harness.RunResult:
+        """A compile step in the sandbox, as the compile uid, under compile limits."""
+        return harness.run(
+            self.backend,
+            argv,
+            box=box,
+            compile_step=True,
+            env=env,
+            binds=binds,
+            limits=compile_limits(limits),
+        )
+
+    def _broken_toolchain(self, language: Language, limits: SandboxLimits) -> str | None:
+        """After a failed compile: does the language's known-good canary compile here?
+
+        A compiler that cannot write its output, find its libraries or start at all
+        fails every source alike; that is the environment's fault, and caching it as
+        the source's compile_error would fail a correct answer for good. The canary is
+        never cached; a pass is remembered for CANARY_TTL_S per worker. Returns what
+        went wrong when the canary fails too, else None.
+        """
+        passed = self._canary_passed.get(language.name)
+        if not language.canary or (passed is not None and time.monotonic() - passed < CANARY_TTL_S):
+            return None
+        argv = language.compile_argv(limits.memory_mib)
+        assert argv is not None
+        plan = self.plan(language, {language.source: language.canary.encode()}, argv)
+        box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        try:
+            (box / language.source).write_text(language.canary)
+            (box / language.source).chmod(0o644)
+            run = self._run_compiler(plan.argv, box, plan.env, plan.binds, limits)
+        finally:
+            harness.remove_box(box)
+        if run.exit_code == 0 and not run.setup_error:
+            self._canary_passed[language.name] = time.monotonic()
+            return None
+        detail = run.setup_error or (_decode(run.stderr) + _decode(run.stdout)).strip()
+        return (
+            f"the {language.name} compiler also fails on a known-good program here, so "
+            f"the failure is the toolchain's or the sandbox's: {detail[:400]}"
+        )
+
+
+def write_box(box: Path, files: dict[str, bytes], compile_uid: int | None) -> None:
+    """Write `files` into `box`, readable by the sandbox; the folders they create are the
+    compile uid's (compilers write their products there)."""
+    for name, data in files.items():
+        path = box / name
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True)
+            if compile_uid is not None:
+                os.chown(path.parent, compile_uid, compile_uid)
+        path.write_bytes(data)
+        path.chmod(0o644)
