@@ -151,10 +151,15 @@ def test_checkers_run_in_the_sandbox_path() -> None:
 
 @pytest.mark.parametrize("checker", ["lines ", "float", "float:-1", "float:abc", "regex"])
 def test_unknown_checker_is_rejected(checker: str) -> None:
+    """A checker no comparison knows is the caller's mistake: the request is refused when
+    it is made, naming the checker, and never reaches a worker (where it would read as
+    an environment error, which means the machine's fault)."""
     with pytest.raises(ValueError, match="checker"):
         parse_checker(checker)
-    check = check_program("python", "print(1)", [{"input": "", "output": "1"}], checker=checker)
-    assert check.status == "environment_error" and "checker" in check.feedback
+    with pytest.raises(ValueError, match="unknown checker"):
+        CheckRequest(language="python", program="print(1)", cases=CASES, checker=checker)
+    with pytest.raises(ValueError, match="unknown checker"):
+        check_program("python", "print(1)", [{"input": "", "output": "1"}], checker=checker)
 
 
 def test_unknown_language_is_an_environment_error_not_a_wrong_answer() -> None:

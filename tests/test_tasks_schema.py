@@ -66,6 +66,7 @@ def test_missing_id_is_derived() -> None:
     [
         ({"surprise": 1}, "Extra inputs are not permitted"),
         ({"checker": "exact"}, "checker must be"),
+        ({"checker": "float:1e999"}, "unknown checker"),  # no tolerance the sandbox takes
         ({"split": "holdout"}, "split"),
         ({"language": "cobol"}, "language"),
     ],

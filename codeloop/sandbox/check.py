@@ -29,7 +29,6 @@ from codeloop.sandbox.verdict import (
     _run_status,
     failed_check,
     outputs_match,
-    parse_checker,
     test_verdict,
 )
 from codeloop.sandbox.warm import WarmPython
@@ -83,8 +82,7 @@ class Sandbox:
     def check(self, request: CheckRequest) -> Check:
         """Check one request; never raises for anything the program does."""
         try:
-            language = get(request.language)
-            parse_checker(request.checker)
+            language = get(request.language)  # the request's own fields are valid already
         except ValueError as error:
             return self._failed("environment_error", str(error))
         missing = language.missing_tools()

@@ -7,9 +7,11 @@ counts as a wrong answer.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from codeloop.config import SandboxLimits
 
@@ -52,6 +54,22 @@ def _needs_prompt(language: str) -> bool:
     return found is not None and found.needs_prompt
 
 
+def parse_checker(checker: str) -> tuple[str, float]:
+    """A checker name's kind and tolerance: `lines`, `tokens` or `float:EPS`. ValueError
+    for any other: the caller's mistake, refused when the request is made (never an
+    environment error of the check)."""
+    if checker in ("lines", "tokens"):
+        return checker, 0.0
+    match = re.fullmatch(r"float:([0-9.eE+-]+)", checker)
+    if match:
+        eps = float(match.group(1))
+        if eps >= 0 and math.isfinite(eps):
+            return "float", eps
+    raise ValueError(
+        f"unknown checker {checker!r}; use lines, tokens or float:EPS (e.g. float:1e-6)"
+    )
+
+
 class CheckRequest(BaseModel):
     """One program to check: stdio cases, or (for function tasks) a test program."""
 
@@ -60,6 +78,7 @@ class CheckRequest(BaseModel):
     program: str
     cases: list[Case] = Field(default_factory=list)
     checker: str = "lines"
+    """How a stdio case's output is compared (`parse_checker`)."""
     test: str | None = None
     prompt: str = ""
     """For function tests: the task's own code (e.g. HumanEval's prompt), whose helpers the
@@ -72,6 +91,12 @@ class CheckRequest(BaseModel):
     """Stdio cases: run every case even after one failed, so that `cases_passed` counts
     all that pass (partial credit for an RL reward); the status is still the first
     failure's. False: stop at the first failure (a verdict needs no more)."""
+
+    @field_validator("checker")
+    @classmethod
+    def _known_checker(cls, checker: str) -> str:
+        parse_checker(checker)
+        return checker
 
     @model_validator(mode="after")
     def _something_to_check(self) -> CheckRequest:

@@ -5,13 +5,12 @@ outputs never enter it), the status of a finished run, and the feedback a model 
 from __future__ import annotations
 
 import math
-import re
 import signal
 from typing import TYPE_CHECKING
 
 from codeloop.sandbox import harness
 from codeloop.sandbox.language import Language
-from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check
+from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check, parse_checker
 
 if TYPE_CHECKING:
     from codeloop.sandbox.testbuild import TestBuild
@@ -37,20 +36,6 @@ def _float_equal(expected: str, got: str, eps: float) -> bool:
     if math.isnan(want) or math.isnan(have):
         return math.isnan(want) and math.isnan(have)
     return abs(want - have) <= eps * max(1.0, abs(want))
-
-
-def parse_checker(checker: str) -> tuple[str, float]:
-    """Validate a checker name: `lines`, `tokens` or `float:EPS`."""
-    if checker in ("lines", "tokens"):
-        return checker, 0.0
-    match = re.fullmatch(r"float:([0-9.eE+-]+)", checker)
-    if match:
-        eps = float(match.group(1))
-        if eps >= 0 and math.isfinite(eps):
-            return "float", eps
-    raise ValueError(
-        f"unknown checker {checker!r}; use lines, tokens or float:EPS (e.g. float:1e-6)"
-    )
 
 
 def outputs_match(expected: str, got: str, checker: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from codeloop.config import LANGUAGES, Language
+from codeloop.sandbox.request import parse_checker
 from codeloop.store import sha256_json
 
 Split = Literal["train", "dev", "test"]
@@ -143,6 +144,7 @@ class Task(Model):
     def _known_checker(cls, value: str) -> str:
         if not _CHECKER.match(value):
             raise ValueError("checker must be 'lines', 'tokens' or 'float:EPS' (e.g. float:1e-6)")
+        parse_checker(value)  # and one the sandbox takes (float:1e999 is no tolerance)
         return value
 
     @model_validator(mode="after")
