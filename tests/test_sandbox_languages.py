@@ -149,7 +149,9 @@ def test_checkers_run_in_the_sandbox_path() -> None:
     assert not check_program("python", program, case, checker="tokens").passed
 
 
-@pytest.mark.parametrize("checker", ["lines ", "float", "float:-1", "float:abc", "regex"])
+@pytest.mark.parametrize(
+    "checker", ["lines ", "float", "float:-1", "float:abc", "float:1e5e5", "float:inf", "regex"]
+)
 def test_unknown_checker_is_rejected(checker: str) -> None:
     """A checker no comparison knows is the caller's mistake: the request is refused when
     it is made, naming the checker, and never reaches a worker (where it would read as

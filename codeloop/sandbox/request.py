@@ -61,10 +61,12 @@ def parse_checker(checker: str) -> tuple[str, float]:
     if checker in ("lines", "tokens"):
         return checker, 0.0
     match = re.fullmatch(r"float:([0-9.eE+-]+)", checker)
-    if match:
-        eps = float(match.group(1))
-        if eps >= 0 and math.isfinite(eps):
-            return "float", eps
+    try:
+        eps = float(match.group(1)) if match else -1.0
+    except ValueError:  # "float:1e5e5": not a number, the same unknown checker
+        eps = -1.0
+    if eps >= 0 and math.isfinite(eps):
+        return "float", eps
     raise ValueError(
         f"unknown checker {checker!r}; use lines, tokens or float:EPS (e.g. float:1e-6)"
     )

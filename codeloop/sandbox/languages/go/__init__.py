@@ -127,6 +127,8 @@ Value = TypeVar("Value")
 
 @dataclass(frozen=True)
 class _Known:
+    """A `_remembered` value and the shared build cache folder (and inode) it holds for."""
+
     value: object
     gocache: Path
     inode: int
