@@ -470,8 +470,3 @@ def prepare_box(parent: Path, owner: int | None) -> Path:
 def remove_box(box: Path) -> None:
     """Remove a box made by `prepare_box` and everything in it."""
     shutil.rmtree(box, ignore_errors=True)
-
-
-seccomp_args = seccomp.bwrap_args
-"""bwrap's `--seccomp FD` and the fd holding the filter; made by `seccomp` itself (the
-name stays for callers that start a sandbox of their own, like the javac service)."""

@@ -29,7 +29,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from codeloop.sandbox import harness, runs
+from codeloop.sandbox import harness, runs, seccomp
 from codeloop.sandbox.cgroups import RunCgroup
 from codeloop.sandbox.language import BOX, Language
 
@@ -106,7 +106,7 @@ class JavacService:
         env = harness.base_env(dict(language.env))
         binds = [(str(jar_folder), jar_mount, False)]
         args = harness.bind_args(self._folder, True, _LIMITS, binds, env, BOX)
-        filter_args, filter_fds = harness.seccomp_args()
+        filter_args, filter_fds = seccomp.bwrap_args()
         jvm = [part[2:] for part in language.compile if part.startswith("-J")]
         jvm = [flag for flag in jvm if not flag.startswith(("-Xshare", "-XX:SharedArchive"))]
         command = [
