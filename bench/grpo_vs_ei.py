@@ -13,7 +13,8 @@ The base model and every adapter are then evaluated greedily, side by side in th
 run, on the session's fixed development set and on the non-curriculum held-out
 problems (bench/learning.py's evaluation). Appends one entry to bench/RESULTS.md: the
 scores, the budget, each arm's wall time, its mean reward per step and the share of
-groups without reward spread (no advantage: GRPO learns nothing from them).
+groups without reward spread (no advantage: GRPO learns nothing from them), in all
+and step by step.
 
     .venv/bin/python bench/grpo_vs_ei.py [--session sessions/bench-learning-N] \
         [--round 1] [--num-generations 8] [--prompts-per-step 1] [--scoring fraction] \
@@ -186,6 +187,11 @@ def main() -> None:
     for name, (report, _wall) in reports.items():
         rewards = " ".join(f"{entry['reward']:.2f}" for entry in report["rewards"])
         lines += ["", f"{name}: mean reward per step: {rewards or 'none logged'}"]
+        flat = " ".join(
+            "-" if entry.get("zero_std") is None else f"{entry['zero_std']:.2f}"
+            for entry in report["rewards"]
+        )
+        lines += ["", f"{name}: share of groups without spread per step: {flat or 'none logged'}"]
     record("GRPO vs expert iteration, same completion budget (bench/grpo_vs_ei.py)", lines)
 
 
