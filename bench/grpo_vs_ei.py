@@ -66,6 +66,12 @@ def expert_iteration(folder: Path) -> tuple[int, float]:
     return drawn, seconds
 
 
+def per_step(report: dict, key: str) -> str:
+    """One value of grpo.json's per-step log (`key`) per step; "-" where TRL logged none."""
+    values = [entry.get(key) for entry in report["rewards"]]
+    return " ".join("-" if v is None else f"{v:.2f}" for v in values) or "none logged"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -185,13 +191,11 @@ def main() -> None:
             f"{spread[name]} | {cells(other, languages)} |"
         )
     for name, (report, _wall) in reports.items():
-        rewards = " ".join(f"{entry['reward']:.2f}" for entry in report["rewards"])
-        lines += ["", f"{name}: mean reward per step: {rewards or 'none logged'}"]
-        flat = " ".join(
-            "-" if entry.get("zero_std") is None else f"{entry['zero_std']:.2f}"
-            for entry in report["rewards"]
-        )
-        lines += ["", f"{name}: share of groups without spread per step: {flat or 'none logged'}"]
+        for key, what in (
+            ("reward", "mean reward"),
+            ("zero_std", "share of groups without spread"),
+        ):
+            lines += ["", f"{name}: {what} per step: {per_step(report, key)}"]
     record("GRPO vs expert iteration, same completion budget (bench/grpo_vs_ei.py)", lines)
 
 
