@@ -29,9 +29,8 @@ phase's code for gate.confirm_samples, run after the fact); the real `finish` ph
 not run (it would delete a rejected candidate's weights).
 
 Ground truth: greedy pass@1 of the base model and of the candidate on the clean
-held-out set (bench/holdout.py; bench/heldout.py, a dev set since it was used for tuning,
-while holdout.py is missing or its tasks() refuses because the set is not frozen yet:
-the output says which), through bench/learning.py's `verdicts`. A candidate is truly helpful when the
+held-out set (bench/holdout.py only: the bench refuses to run when that set no longer
+hashes to its frozen sha256, never falling back to the dev set bench/heldout.py), through bench/learning.py's `verdicts`. A candidate is truly helpful when the
 paired 95% interval of its held-out gain lies above 0, truly harmful when it lies below
 0, neutral otherwise (the base model solves about 3% of the set, so a fall of 5 points
 is out of reach). Per rule the bench counts false rejects (truly helpful, rejected) and false
@@ -68,26 +67,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import heldout
+import holdout
 from learning import verdicts
 from results import record
-
-try:
-    import holdout
-except ImportError:
-    holdout = None
 
 from codeloop import recipe, store
 from codeloop.config import SessionConfig, dumps, load, load_preset, validate
 from codeloop.engines.base import adapter_sha256
 from codeloop.evaluate.scoring import program_of
 from codeloop.loop import finish
+from codeloop.loop import gate as gate_phase
 from codeloop.loop.answer_cache import AnswerCache
 from codeloop.loop.audit import audit_tasks
 from codeloop.loop.collect import normalised
 from codeloop.loop.common import Round
 from codeloop.loop.export import write_dataset
-from codeloop.loop.gate import sample_flips
 from codeloop.loop.launcher import open_session
 from codeloop.tasks.schema import Task
 
@@ -139,42 +133,18 @@ def _clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     return low, high
 
 
-def local_paired_interval(before: list[bool], after: list[bool]) -> tuple[float, float]:
-    """95% interval of the paired pass-rate difference (after - before), in points.
-
-    Conditional on the m discordant tasks, the candidate-only share of them is binomial;
-    its exact (Clopper-Pearson) interval, scaled by m / n, bounds the difference. No
-    discordant task gives [0, 0].
-    """
-    n = len(before)
-    gained = sum(a and not b for b, a in zip(before, after, strict=True))
-    lost = sum(b and not a for b, a in zip(before, after, strict=True))
-    m = gained + lost
-    if not n or not m:
-        return 0.0, 0.0
-    low, high = _clopper_pearson(gained, m, 1 - CONFIDENCE)
-    return 100 * (2 * low - 1) * m / n, 100 * (2 * high - 1) * m / n
-
-
 def heldout_set(languages: list[str]) -> tuple[list[Task], int, str]:
     """The ground-truth tasks, how many problems they hold, and where they come from:
-    bench/holdout.py, or bench/heldout.py while holdout.py is missing or refuses (its
-    set is not frozen yet)."""
-    if holdout is None:
-        note = "bench/holdout.py does not exist yet"
-    else:
-        try:
-            return holdout.tasks(languages), len(holdout.PROBLEMS), "bench/holdout.py"
-        except RuntimeError:  # its frozen hash does not match: not frozen yet, or edited
-            note = "bench/holdout.py's tasks() refused: its set does not match FROZEN_SHA256"
-    return heldout.tasks(languages), len(heldout.PROBLEMS), f"bench/heldout.py (fallback: {note})"
+    bench/holdout.py only. Its tasks() refuses (RuntimeError) when the set no longer
+    hashes to its frozen sha256, and so does this bench: a truth that silently became
+    another set (the dev set bench/heldout.py, tuned on) would make every number here
+    mean something else."""
+    return holdout.tasks(languages), len(holdout.PROBLEMS), "bench/holdout.py"
 
 
 def paired_interval(before: list[bool], after: list[bool], problems: int) -> tuple[float, float]:
-    """bench/holdout.py's paired interval (a bootstrap over problems, in points) when it
-    exists, else ours. The tasks are `problems` blocks, a problem's languages together."""
-    if holdout is None:
-        return local_paired_interval(before, after)
+    """bench/holdout.py's paired interval (a bootstrap over problems, in points). The
+    tasks are `problems` blocks, a problem's languages together."""
     found = holdout.paired_interval(before, after, CONFIDENCE, problems=problems)
     return float(found["low"]), float(found["high"])
 
@@ -554,7 +524,7 @@ def judge(folder: Path) -> dict[str, Any]:
 
 def gate_confirmed(folder: Path, confirmed: dict[str, Any]) -> dict[str, Any]:
     """The `confirmed` decision with the gate's gain confirmed by samples as well:
-    the gate phase's own `gate.sample_flips` (into the round's gate-confirm folder),
+    the gate phase's own `gate.sample` and `gate.verdict` (into the round's gate-confirm folder),
     run after the fact on the saved greedy rows."""
     r = round_of(folder)
     data = r.config.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -564,8 +534,9 @@ def gate_confirmed(folder: Path, confirmed: dict[str, Any]) -> dict[str, Any]:
     evidence = None
     accepted = False
     if not gate.get("skipped") and gate["promising"]:
-        evidence = sample_flips(ruled, gate)
-        accepted = confirmed["accepted"] and evidence["confirmed"]
+        gate_phase.sample(ruled, gate)
+        promising, _reasons, evidence = gate_phase.verdict(ruled, gate)
+        accepted = confirmed["accepted"] and promising
     return {
         "accepted": accepted,
         "audit_clean": confirmed["audit_clean"],

@@ -350,6 +350,14 @@ class TrainConfig(Section):
 
 
 class GateConfig(Section):
+    rule: Literal["greedy", "paired"] = Field(
+        "greedy",
+        description="How the gate decides 'better' (codeloop/evaluate/guard.py, docs/GUARD.md). "
+        "'greedy': gained - lost of one greedy answer per task (and, with confirm_samples, "
+        "the flips sampled again); 'paired': every validation task sampled confirm_samples "
+        "times per side, promising when the one-sided (1 - confirm_alpha) lower bound of the "
+        "mean pass-rate gain is above 0.",
+    )
     min_net_gain: int = Field(
         1, description="Candidate is promising only if gained - lost is at least this."
     )
@@ -369,6 +377,12 @@ class GateConfig(Section):
     confirm_temperature: float = Field(1.0, gt=0, le=2.0, description="Their temperature.")
     confirm_alpha: float = Field(0.05, gt=0, lt=1, description="Their one-sided p threshold.")
 
+    @model_validator(mode="after")
+    def _paired_needs_samples(self) -> GateConfig:
+        if self.rule == "paired" and not self.confirm_samples:
+            raise ValueError("gate.rule = 'paired' needs gate.confirm_samples >= 1")
+        return self
+
 
 class AuditConfig(Section):
     suites: list[Literal["humaneval", "humaneval-x", "curriculum-test"]] = Field(
@@ -387,13 +401,23 @@ class AuditConfig(Section):
         description="Use at most this many tasks of each suite (unset: all of them); a "
         "smaller audit is a smoke test, and the decision says so.",
     )
-    rule: Literal["confirmed", "strict"] = Field(
+    rule: Literal["confirmed", "strict", "paired"] = Field(
         "confirmed",
-        description="How a lost audit task counts. 'strict' (the seed's rule): any task the "
-        "greedy candidate fails and the parent passes rejects it. 'confirmed': each flipped "
-        "task is sampled again on both sides (confirm_samples, same seeds) and counts only "
-        "if the candidate is significantly worse there (or pooled over all flips); see "
-        "codeloop/loop/confirm.py.",
+        description="How the audit decides 'no loss' (codeloop/evaluate/guard.py, "
+        "docs/GUARD.md). 'strict' (the seed's rule): any task the greedy candidate fails "
+        "and the parent passes rejects it. 'confirmed': each flipped task is sampled again "
+        "on both sides (confirm_samples, same seeds) and counts only if the candidate is "
+        "significantly worse there (or pooled over all flips). 'paired': every audit task "
+        "is sampled confirm_samples times per side, and the candidate is kept when the "
+        "one-sided (1 - confirm_alpha) lower bound of the mean pass-rate change is above "
+        "-margin (non-inferiority).",
+    )
+    margin: float = Field(
+        0.02,
+        ge=0,
+        lt=1,
+        description="The 'paired' rule's non-inferiority margin: the largest loss of mean "
+        "per-task pass rate (0.02 = 2 points) the audit may not rule out.",
     )
     confirm_samples: int = Field(
         8, ge=1, le=64, description="Seeded samples per side for each flipped audit task."
@@ -405,7 +429,8 @@ class AuditConfig(Section):
         0.05,
         gt=0,
         lt=1,
-        description="One-sided exact binomial p at or below which a flip counts.",
+        description="One-sided exact binomial p at or below which a flip counts ('confirmed'); "
+        "one minus the confidence of the lower bound ('paired').",
     )
 
 

@@ -415,3 +415,22 @@ def test_the_gate_line_shows_its_confirmation_samples() -> None:
     text = gate_text(refused | {"confirmation": held | {"confirmed": False}})
     assert text.startswith("not promising") and "confirmed by samples" not in text
     assert text.endswith("the gain is not confirmed: ...")
+
+
+def test_the_paired_rules_show_their_estimate(tmp_path: Path) -> None:
+    """Under the paired rules the gate line and the audit lines show rates, change, the
+    lower bound and the bar it had to clear, not per-task flips."""
+    from codeloop.loop.display import _audit_lines
+
+    estimate = {"rule": "paired", "samples": 4, "tasks": 48, "parent_rate": 0.1}
+    estimate |= {"candidate_rate": 0.05, "change": -0.05, "alpha": 0.05, "lower_bound": -0.08}
+    gate = {"promising": False, "gained": 1, "lost": 0, "mcnemar_p": 1.0, "reasons": ["x"]}
+    text = display.gate_text(gate | {"confirmation": {**estimate, "confirmed": False}})
+    assert "sampled 4x per side on 48 validation tasks: parent 10.0%, candidate 5.0%" in text
+    assert "change -5.0 points (lower 95% bound -8.0, must be above +0.0)" in text
+    folder = tmp_path / "round-000001"
+    audit = {"total": 48, "before": 3, "after": 2, "gained": 0, "lost": 1}
+    audit["confirmation"] = {**estimate, "margin": 0.02, "worse": True}
+    store.write_json(folder / "finish.json", {"comparisons": {"audit": audit}})
+    lines = _audit_lines(folder)
+    assert lines[1].endswith("(lower 95% bound -8.0, must be above -2.0)")

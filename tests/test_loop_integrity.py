@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -365,11 +366,25 @@ def _greedy_flip(folder: Path) -> str:
     return rows["rows"][index]["id"]
 
 
+def _samples(folder: Path, name: str, sides: dict[str, dict[str, list[bool]]]) -> None:
+    """Write each side's saved samples as the sampler would: bound to the tasks, the
+    prompt and the side's adapter (read from its validation rows)."""
+    r = open_round(folder.parent, int(folder.name.split("-")[1]))
+    (folder / name).mkdir(exist_ok=True)
+    for side, passes in sides.items():
+        ids = list(passes)
+        rows = [
+            {"id": i, "language": "python", "passed": any(v), "passes": v}
+            for i, v in passes.items()
+        ]
+        binding = confirm.expected_binding(r, side, ids)
+        store.write_json(folder / name / f"{side}.json", {"binding": binding, "rows": rows})
+
+
 def _confirmation(folder: Path, task_id: str, parent: list[bool], candidate: list[bool]) -> None:
-    (folder / "audit-confirm").mkdir(exist_ok=True)
-    for side, passes in (("parent", parent), ("candidate", candidate)):
-        row = {"id": task_id, "language": "python", "passed": any(passes), "passes": passes}
-        store.write_json(folder / "audit-confirm" / f"{side}.json", {"binding": {}, "rows": [row]})
+    _samples(
+        folder, confirm.AUDIT, {"parent": {task_id: parent}, "candidate": {task_id: candidate}}
+    )
 
 
 def _with_rule(session: Path, rule: str) -> None:
@@ -415,23 +430,35 @@ def test_many_small_losses_reject_pooled(session: Path) -> None:
     folder = session / "round-000001"
     r = open_round(session, 1)
     ids = [f"t{i}" for i in range(6)]
-    (folder / "audit-confirm").mkdir(exist_ok=True)
-    for side, passes in (("parent", [True, True, False]), ("candidate", [False, False, False])):
-        rows = [
-            {"id": i, "language": "python", "passed": any(passes), "passes": passes} for i in ids
-        ]
-        store.write_json(folder / "audit-confirm" / f"{side}.json", {"binding": {}, "rows": rows})
+    _with_audit_samples(session, 3)
+    r = open_round(session, 1)
+    _samples(
+        folder,
+        confirm.AUDIT,
+        {
+            "parent": {i: [True, True, False] for i in ids},
+            "candidate": {i: [False, False, False] for i in ids},
+        },
+    )
     evidence = confirm.evidence(r, {"lost_ids": ids, "gained_ids": []})
     assert evidence["lost_ids"] == []  # 3 of 3 discordant pairs: p = 1/8 each
     assert evidence["pooled_worse"] and evidence["pooled_parent_only"] == 18
 
 
-def _with_gate_samples(session: Path, samples: int) -> None:
+def _with_gate_samples(session: Path, samples: int, **rule: Any) -> None:
     from codeloop.config import dumps, load
 
     config = load(session / "config.toml")
-    gate = config.gate.model_copy(update={"confirm_samples": samples})
+    gate = config.gate.model_copy(update={"confirm_samples": samples, **rule})
     store.write_text(session / "config.toml", dumps(config.model_copy(update={"gate": gate})))
+
+
+def _with_audit_samples(session: Path, samples: int, **rule: Any) -> None:
+    from codeloop.config import dumps, load
+
+    config = load(session / "config.toml")
+    audit = config.audit.model_copy(update={"confirm_samples": samples, **rule})
+    store.write_text(session / "config.toml", dumps(config.model_copy(update={"audit": audit})))
 
 
 def _gate_flip(folder: Path) -> str:
@@ -460,10 +487,7 @@ def test_the_gate_asks_its_greedy_gain_to_hold_in_samples(
     folder = forget(session, "gate", "audit-parent", "audit-candidate", "finish")
     task_id = _gate_flip(folder)
     _with_gate_samples(session, 8)
-    (folder / confirm.GATE).mkdir()
-    for side, passes in (("parent", parent), ("candidate", candidate)):
-        row = {"id": task_id, "language": "python", "passed": any(passes), "passes": passes}
-        store.write_json(folder / confirm.GATE / f"{side}.json", {"binding": {}, "rows": [row]})
+    _samples(folder, confirm.GATE, {"parent": {task_id: parent}, "candidate": {task_id: candidate}})
     run_phase(session, 1, "gate")  # the samples are saved: it asks the model nothing
     gate = store.read(folder / "gate.json")
     evidence = gate["confirmation"]
@@ -503,3 +527,97 @@ def test_gate_samples_are_asked_of_both_models(session: Path) -> None:
     assert evidence["pooled_candidate_only"] == evidence["pooled_parent_only"] == 0
     assert store.read(folder / "gate.json")["promising"] is False
     assert not (folder / confirm.AUDIT).exists()  # the audit's samples stay apart
+
+
+def _audit_ids(folder: Path) -> list[str]:
+    return [task["id"] for task in store.read(folder / "audit-tasks.json")["tasks"]]
+
+
+@pytest.mark.parametrize(
+    "parent, candidate, accepted",
+    [
+        # The same samples on both sides: no change, well inside the margin.
+        ([True, False, False, False], [True, False, False, False], True),
+        # The parent solves every task every time, the candidate never: a regression.
+        ([True] * 4, [False] * 4, False),
+    ],
+)
+def test_the_paired_audit_samples_every_task_and_tests_non_inferiority(
+    session: Path, parent: list[bool], candidate: list[bool], accepted: bool
+) -> None:
+    folder = session / "round-000001"
+    _with_audit_samples(session, 4, rule="paired", margin=0.02)
+    ids = _audit_ids(folder)
+    _samples(
+        folder,
+        confirm.AUDIT,
+        {"parent": {i: parent for i in ids}, "candidate": {i: candidate for i in ids}},
+    )
+    verdict = decide(open_round(session, 1))
+    evidence = verdict["comparisons"]["audit"]["confirmation"]
+    assert evidence["rule"] == "paired" and evidence["tasks"] == len(ids)
+    assert verdict["accepted"] is accepted, verdict["decision"]
+    if not accepted:
+        assert "lower bound" in verdict["decision"] and evidence["change"] == -1.0
+
+
+def test_the_paired_audit_refuses_samples_of_only_some_tasks(session: Path) -> None:
+    folder = session / "round-000001"
+    _with_audit_samples(session, 2, rule="paired")
+    ids = _audit_ids(folder)[:-1]
+    _samples(
+        folder,
+        confirm.AUDIT,
+        {"parent": {i: [True, True] for i in ids}, "candidate": {i: [True, True] for i in ids}},
+    )
+    with pytest.raises(IntegrityError, match="the rule asks for"):
+        decide(open_round(session, 1))
+
+
+@pytest.mark.parametrize("better, promising_after", [(True, True), (False, False)])
+def test_the_paired_gate_samples_every_validation_task(
+    session: Path, better: bool, promising_after: bool
+) -> None:
+    folder = forget(session, "gate", "audit-parent", "audit-candidate", "finish")
+    _with_gate_samples(session, 4, rule="paired")
+    ids = [t["id"] for t in store.read(folder / "tasks.json")["validation"]]
+    after = [True, True, True, False] if better else [True, False, False, False]
+    _samples(
+        folder,
+        confirm.GATE,
+        {
+            "parent": {i: [True, False, False, False] for i in ids},
+            "candidate": {i: after for i in ids},
+        },
+    )
+    run_phase(session, 1, "gate")  # every sample is saved: it asks the model nothing
+    gate = store.read(folder / "gate.json")
+    assert gate["promising"] is promising_after
+    assert gate["confirmation"]["tasks"] == len(ids)
+    if not promising_after:
+        assert "not shown" in gate["reasons"][0]
+
+
+def test_samples_bound_to_other_weights_never_decide(session: Path) -> None:
+    """Saved samples of another adapter are neither reused nor read by a decision."""
+    folder = session / "round-000001"
+    task_id = _greedy_flip(folder)
+    _confirmation(folder, task_id, [True] * 8, [False] * 8)
+    saved = store.read(folder / confirm.AUDIT / "candidate.json")
+    saved["binding"]["adapter_sha256"] = "0" * 64
+    store.write_json(folder / confirm.AUDIT / "candidate.json", saved)
+    r = open_round(session, 1)
+    assert not confirm.complete(r, "candidate", [task_id])
+    assert confirm.complete(r, "parent", [task_id])
+    with pytest.raises(IntegrityError, match="bound to other adapter_sha256"):
+        decide(r)
+
+
+def test_gate_numbers_are_recomputed_from_the_rows(session: Path) -> None:
+    """gate.json's counts are not copied into the decision: an edited count is refused."""
+    folder = session / "round-000001"
+    gate = store.read(folder / "gate.json")
+    gate["gained"] += 1
+    store.write_json(folder / "gate.json", gate)
+    with pytest.raises(IntegrityError, match="gained"):
+        decide(open_round(session, 1))

@@ -130,7 +130,10 @@ def verify(
         None, "--session", "-s", help=f"Session folder (default {DEFAULT_SESSION})."
     ),
     recheck: bool = typer.Option(
-        False, "--recheck", help="Also run every training row's program again in the sandbox."
+        False,
+        "--recheck",
+        help="Also run every training row's program, and every recorded validation, audit and "
+        "confirmation answer, again in the sandbox.",
     ),
     positional: Path | None = typer.Argument(None, hidden=True, metavar="SESSION"),
 ) -> None:

@@ -1,59 +1,46 @@
-"""Confirming the audit's flips by samples: a lost task counts only when sampling says so.
+"""Sampling both models again, for the gate's and the audit's rules, and reading it back.
 
-The greedy audit asks each model once per task. On a small model that answer is a coin
-that lands differently after any change of weights: on cpu-demo's 32-task audit the
-parent passes 1 to 3 tasks, and one flip decided every rejection recorded in
-bench/RESULTS.md, while each rejected candidate was better held-out. So under the
-`confirmed` rule (`audit.rule`), when the greedy audit lost any task, every task it
-flipped (lost or gained) is asked again: `audit.confirm_samples` answers from the parent
-and as many from the candidate, at `audit.confirm_temperature`, with the same seed for
-sample i of a task on both sides, so that each sample is a pair. With the greedy answers
-as one more pair, a task's loss counts when the candidate is significantly worse on its
-pairs: a one-sided exact binomial test of the discordant pairs at 1/2, p <=
-`audit.confirm_alpha` (at least 5 of 5 discordant pairs going the parent's way, 7 of 8
-or 8 of 9). A gain counts by the same test the other way. Pooled over all flipped tasks,
-the candidate must not be significantly worse either, so many small losses that no
-single task confirms still reject it.
+A greedy answer per task is one coin that lands differently after any change of
+weights, so the rules in `codeloop/evaluate/guard.py` (the gate's and the audit's; see
+docs/GUARD.md) ask both models again: `confirm_samples` answers per side at
+`confirm_temperature`, with the same seed for sample i of a task on both sides, so that
+each sample is a pair. Which tasks are sampled is the rule's choice
+(`guard.gate_sample_ids`, `guard.audit_sample_ids`): only the greedy flips under the
+`confirmed` and greedy-with-samples rules, every task under `paired`. This module owns
+asking and saving, resumably; the verdicts are the guard's.
 
-The gate can be confirmed the same way (`gate.confirm_samples`): the validation tasks
-the greedy gate flipped are sampled on both sides, and the candidate is promising only
-if it is significantly better there, pooled. Only the samples count there, not the
-greedy pairs: those flips were chosen because the greedy answers differed, so they would
-count the same coin twice, and a candidate whose greedy gains are noise (its weights
-moved, its skill did not) then shows no gain. This asks for evidence of a gain before
-the audit asks for the absence of a loss.
-
-Answers are saved before they are checked and bound to the tasks and the adapter
-(`Collector`), so a killed finish asks the model nothing twice; once both files are
-complete, deciding reads them only (a rejected candidate's weights may be gone).
+Answers are saved before they are checked and bound to the tasks, the prompt and the
+adapter (`Collector`), so a killed finish asks the model nothing twice. Saved samples
+count only while that binding holds: when they are reused (`complete`), and when a
+decision reads them (`saved_passes`), each side's file must be bound to exactly the
+tasks asked and to the weights that side's validation rows were answered with, so
+samples of another adapter or task list can never decide a round (a rejected
+candidate's weights may be gone by then, so the binding is read from its rows).
 """
 
 from __future__ import annotations
 
-from math import comb
 from typing import Any
 
 from codeloop import recipe, store
+from codeloop.errors import IntegrityError
+from codeloop.evaluate import guard
+from codeloop.evaluate.guard import one_sided_p
 from codeloop.evaluate.scoring import sample_seed
 from codeloop.loop.collect import Collector, check_answers
 from codeloop.loop.common import Round
 from codeloop.tasks.schema import Task
+
+__all__ = ["evidence", "gate_evidence", "one_sided_p", "sample", "saved_passes"]
 
 SEED_OFFSET = 1000
 """Confirmation sample i uses sample index SEED_OFFSET + i: other seeds than collect's."""
 SIDES = ("parent", "candidate")
 AUDIT = "audit-confirm"
 GATE = "gate-confirm"
-"""The round's folders of confirmation samples: the audit's flips and the gate's."""
-
-
-def one_sided_p(wins: int, losses: int) -> float:
-    """P(X >= wins) for X ~ Binomial(wins + losses, 1/2): how likely this many of the
-    discordant pairs go one way if both sides were equally good (1.0 with none)."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    return sum(comb(n, i) for i in range(wins, n + 1)) / 2**n
+"""The round's folders of confirmation samples: the audit's and the gate's."""
+_ROWS_OF_SIDE = {"parent": "baseline-rows.json", "candidate": "candidate-rows.json"}
+"""Where each side's adapter binding is read from: its answers on the validation tasks."""
 
 
 def folder(r: Round, name: str = AUDIT):
@@ -102,9 +89,25 @@ class _Sampler(Collector):
         ]
 
 
+def expected_binding(r: Round, side: str, ids: list[str]) -> dict[str, Any]:
+    """The binding a side's samples of `ids` must carry: those tasks, this prompt, and
+    the adapter that side answered the validation tasks with."""
+    answered = store.read(r.path(_ROWS_OF_SIDE[side]))
+    return {
+        "tasks_sha256": store.sha256_json(ids),
+        "adapter_sha256": answered["binding"]["adapter_sha256"],
+        "prompt_sha256": recipe.prompt_sha256(),
+    }
+
+
 def complete(r: Round, side: str, ids: list[str], name: str = AUDIT) -> bool:
+    """Whether `side`'s samples of exactly `ids`, bound to its adapter, are all saved."""
     saved = store.read(rows_file(r, side, name), None)
-    return saved is not None and [row["id"] for row in saved["rows"]] == ids
+    return (
+        saved is not None
+        and [row["id"] for row in saved["rows"]] == ids
+        and saved.get("binding") == expected_binding(r, side, ids)
+    )
 
 
 def sample(r: Round, tasks: list[Task], adapters: dict[str, str | None], name: str = AUDIT) -> None:
@@ -126,99 +129,51 @@ def sample(r: Round, tasks: list[Task], adapters: dict[str, str | None], name: s
         ).run()
 
 
-def _saved_passes(r: Round, name: str, ids: list[str]) -> dict[str, dict[str, list[bool]]]:
-    """Each side's sample verdicts per task id, refused when a task has none."""
+def saved_passes(r: Round, name: str, ids: list[str]) -> dict[str, dict[str, list[bool]]]:
+    """Each side's sample verdicts per task id, refused unless each side's file holds
+    exactly `ids`, every one complete, bound to that side's adapter and this prompt."""
+    if not ids:
+        return {side: {} for side in SIDES}
     saved = {}
     for side in SIDES:
-        data = store.read(rows_file(r, side, name), {"rows": []}) if ids else {"rows": []}
+        path = rows_file(r, side, name)
+        data = store.read(path, None)
+        if data is None:
+            raise IntegrityError(f"{path}: no confirmation samples for {len(ids)} task(s)")
+        found = [row["id"] for row in data["rows"]]
+        if found != ids:
+            missing = next((i for i in ids if i not in found), None)
+            raise IntegrityError(
+                f"{path}: holds samples of {len(found)} task(s), the rule asks for "
+                f"{len(ids)}" + (f" (none for {missing})" if missing else "")
+            )
+        expected = expected_binding(r, side, ids)
+        if data.get("binding") != expected:
+            changed = [k for k in expected if (data.get("binding") or {}).get(k) != expected[k]]
+            raise IntegrityError(
+                f"{path}: samples bound to other {', '.join(changed)} than the {side}'s "
+                f"answers in {_ROWS_OF_SIDE[side]}; they cannot decide this round"
+            )
+        samples = _settings(r, name)[0]
+        short = [row["id"] for row in data["rows"] if len(row["passes"]) != samples]
+        if short:
+            raise IntegrityError(f"{path}: {short[0]} has not {samples} samples")
         saved[side] = {row["id"]: row["passes"] for row in data["rows"]}
-    for task_id in ids:
-        if task_id not in saved["parent"] or task_id not in saved["candidate"]:
-            raise KeyError(f"no confirmation samples ({name}) for the flipped task {task_id}")
     return saved
 
 
-def gate_evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any]:
-    """Whether the samples confirm the gate's gain, from the saved rows only.
-
-    `greedy`: the gate's `compare(baseline_rows, candidate_rows)`. Pooled over every
-    flipped validation task's sample pairs (the greedy pairs left out), the candidate
-    must pass where the parent fails significantly more often than the other way.
-    """
-    gate = r.config.gate
-    flipped = [*greedy["gained_ids"], *greedy["lost_ids"]]
-    saved = _saved_passes(r, GATE, flipped)
-    tasks: list[dict[str, Any]] = []
-    parent_only = candidate_only = 0
-    for task_id in flipped:
-        pairs = list(zip(saved["parent"][task_id], saved["candidate"][task_id], strict=True))
-        parent_only += sum(p and not c for p, c in pairs)
-        candidate_only += sum(c and not p for p, c in pairs)
-        tasks.append(
-            {
-                "id": task_id,
-                "flip": "gained" if task_id in greedy["gained_ids"] else "lost",
-                "parent_passes": sum(p for p, _c in pairs),
-                "candidate_passes": sum(c for _p, c in pairs),
-                "pairs": len(pairs),
-            }
-        )
-    pooled = one_sided_p(candidate_only, parent_only)
-    return {
-        "samples": gate.confirm_samples,
-        "temperature": gate.confirm_temperature,
-        "alpha": gate.confirm_alpha,
-        "tasks": tasks,
-        "pooled_parent_only": parent_only,
-        "pooled_candidate_only": candidate_only,
-        "pooled_p": pooled,
-        "confirmed": pooled <= gate.confirm_alpha,
-    }
+def gate_evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any] | None:
+    """The gate rule's sample evidence from the saved rows only (None: none needed)."""
+    rule = r.config.gate
+    ids = [task["id"] for task in r.assigned["validation"]]
+    sides = saved_passes(r, GATE, guard.gate_sample_ids(rule, greedy, ids))
+    return guard.gate_verdict(rule, greedy, sides, ids)[2]
 
 
-def evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any]:
-    """Which of the greedy audit's flips the samples confirm, from the saved rows only.
-
-    `greedy`: `compare(parent_rows, candidate_rows)` of the audit. Returns the counted
-    losses and gains, each flipped task's evidence, and the pooled test.
-    """
-    audit = r.config.audit
-    # Without a greedy loss nothing needs confirming (and nothing was sampled).
-    flipped = [*greedy["lost_ids"], *greedy["gained_ids"]] if greedy["lost_ids"] else []
-    saved = _saved_passes(r, AUDIT, flipped)
-    tasks: list[dict[str, Any]] = []
-    parent_only = candidate_only = 0
-    for task_id in flipped:
-        lost = task_id in greedy["lost_ids"]
-        pairs = list(zip(saved["parent"][task_id], saved["candidate"][task_id], strict=True))
-        pairs.append((lost, not lost))  # the greedy answers are a pair too
-        worse = sum(p and not c for p, c in pairs)
-        better = sum(c and not p for p, c in pairs)
-        parent_only, candidate_only = parent_only + worse, candidate_only + better
-        p = one_sided_p(worse, better) if lost else one_sided_p(better, worse)
-        tasks.append(
-            {
-                "id": task_id,
-                "flip": "lost" if lost else "gained",
-                "parent_passes": sum(p for p, _c in pairs),
-                "candidate_passes": sum(c for _p, c in pairs),
-                "pairs": len(pairs),
-                "p": p,
-                "counted": p <= audit.confirm_alpha,
-            }
-        )
-    pooled = one_sided_p(parent_only, candidate_only)
-    return {
-        "rule": "confirmed",
-        "samples": audit.confirm_samples,
-        "temperature": audit.confirm_temperature,
-        "alpha": audit.confirm_alpha,
-        "tasks": tasks,
-        "lost_ids": [t["id"] for t in tasks if t["flip"] == "lost" and t["counted"]],
-        "gained_ids": [t["id"] for t in tasks if t["flip"] == "gained" and t["counted"]],
-        "excused_ids": [t["id"] for t in tasks if not t["counted"]],
-        "pooled_parent_only": parent_only,
-        "pooled_candidate_only": candidate_only,
-        "pooled_p": pooled,
-        "pooled_worse": pooled <= audit.confirm_alpha,
-    }
+def evidence(r: Round, greedy: dict[str, Any], ids: list[str] | None = None) -> dict[str, Any]:
+    """The audit rule's sample evidence from the saved rows only; `ids`: every audit task
+    (default: the greedy flips, enough for the `confirmed` rule)."""
+    rule = r.config.audit
+    ids = ids if ids is not None else [*greedy["lost_ids"], *greedy["gained_ids"]]
+    sides = saved_passes(r, AUDIT, guard.audit_sample_ids(rule, greedy, ids))
+    return guard.audit_verdict(rule, greedy, sides, ids)[1] or {}

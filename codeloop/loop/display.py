@@ -232,6 +232,18 @@ def phase_line(folder: Path, phase: str) -> str:
 # --- the round's table ---------------------------------------------------------------------
 
 
+def paired_text(evidence: Mapping[str, Any], where: str) -> str:
+    """A paired rule's estimate in one line: rates, change, its lower bound and the bar."""
+    bar = -evidence.get("margin", 0.0) or 0.0  # (no "-0.0")
+    return (
+        f"sampled {evidence['samples']}x per side on {evidence['tasks']} {where} tasks: "
+        f"parent {100 * evidence['parent_rate']:.1f}%, candidate "
+        f"{100 * evidence['candidate_rate']:.1f}%, change {100 * evidence['change']:+.1f} "
+        f"points (lower {100 * (1 - evidence['alpha']):.0f}% bound "
+        f"{100 * evidence['lower_bound']:+.1f}, must be above {100 * bar:+.1f})"
+    )
+
+
 def gate_text(gate: Mapping[str, Any]) -> str:
     """The gate's verdict with its numbers, and why it failed when it did."""
     if gate.get("skipped"):
@@ -242,7 +254,9 @@ def gate_text(gate: Mapping[str, Any]) -> str:
         f"lost {lost} (net {gained - lost:+d}), McNemar p = {gate.get('mcnemar_p', 1.0):.3g}"
     )
     sampled = gate.get("confirmation")
-    if sampled and sampled["confirmed"]:
+    if sampled and sampled.get("rule") == "paired":
+        text += "; " + paired_text(sampled, "validation")
+    elif sampled and sampled["confirmed"]:
         text += (
             f"; confirmed by samples: candidate alone {sampled['pooled_candidate_only']}, "
             f"parent alone {sampled['pooled_parent_only']} of "
@@ -385,6 +399,8 @@ def _audit_lines(folder: Path) -> list[str]:
             f"{audit['after']}/{audit['total']}; gained {audit['gained']}, lost {audit['lost']}"
         ]
         evidence = audit.get("confirmation")
+        if evidence and evidence.get("rule") == "paired":
+            return [*lines, "  " + paired_text(evidence, "audit")]
         names = _audit_task_names(folder)
         for task in (evidence or {}).get("tasks", []):
             verdict = "counted" if task["counted"] else "noise, excused"

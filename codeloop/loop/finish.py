@@ -1,13 +1,16 @@
 """finish: accept or reject the candidate, record why, and keep the session's status.
 
 Accept only if the gate was promising and the audit found no loss. What a loss is
-depends on `audit.rule`: `strict` (the seed's rule, written for a 790-task audit):
-the greedy candidate lost no task the retained model solved and the audit total is
-not lower; `confirmed` (the default): each flipped task is sampled again on both
-sides and counts only when the candidate is significantly worse there, or pooled
-over all flips (`confirm.py`). The decision records the comparisons, the evidence
-for every flipped task, the sha256 of every input file and the limitations. It is
-recomputed from the saved rows alone (`decide`), so `codeloop verify` can check it.
+depends on `audit.rule`, decided in `codeloop/evaluate/guard.py` (docs/GUARD.md):
+`strict` (the seed's rule, written for a 790-task audit): the greedy candidate lost no
+task the retained model solved and the audit total is not lower; `confirmed`: each
+flipped task is sampled again on both sides and counts only when the candidate is
+significantly worse there, or pooled over all flips; `paired`: every audit task is
+sampled on both sides and the mean pass-rate change must be shown above -margin. The
+decision records the comparisons (the gate's recomputed from its rows and samples, not
+copied from gate.json), the evidence, the sha256 of every input file and the
+limitations. It is recomputed from the saved rows alone (`decide`), so `codeloop
+verify` can check it.
 A rejected adapter's weights and checkpoints are deleted; its reports stay.
 """
 
@@ -18,12 +21,12 @@ from typing import Any
 
 from codeloop import store
 from codeloop.errors import IntegrityError
+from codeloop.evaluate import guard
 from codeloop.evaluate.compare import compare
-from codeloop.loop import confirm
+from codeloop.loop import confirm, gate
 from codeloop.loop.audit import audit_tasks, due
 from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, failpoint, status
-from codeloop.loop.gate import confirmed, promising
 
 LIMITATIONS = [
     "Validation and benchmark tests are reused development checks, not proof of general "
@@ -108,110 +111,93 @@ def _audit_comparison(r: Round) -> dict[str, Any]:
     return compare(parent_rows, candidate_rows)
 
 
+def _audit_ids(r: Round) -> list[str]:
+    return [task["id"] for task in store.read(r.path("audit-tasks.json"))["tasks"]]
+
+
 def confirm_flips(r: Round) -> None:
-    """Under the `confirmed` rule, sample both sides on every task the audit flipped
-    (before `decide`, which reads the samples only)."""
-    gate = r.result("gate")
-    if r.config.audit.rule != "confirmed" or gate.get("skipped") or not due(r):
+    """Sample both sides on the audit tasks the audit rule asks for (before `decide`,
+    which reads the samples only): the greedy flips under `confirmed`, all under `paired`."""
+    if r.result("gate").get("skipped") or not due(r):
         return
     greedy = _audit_comparison(r)
-    if not greedy["lost_ids"]:
-        return  # no greedy loss: nothing to confirm
-    flipped = {*greedy["lost_ids"], *greedy["gained_ids"]}
-    tasks = [task for task in audit_tasks(r) if task.id in flipped]
+    wanted = set(guard.audit_sample_ids(r.config.audit, greedy, _audit_ids(r)))
+    if not wanted:
+        return
+    tasks = [task for task in audit_tasks(r) if task.id in wanted]
     confirm.sample(r, tasks, {"parent": r.parent_path, "candidate": str(r.candidate_adapter)})
 
 
-def _gate_verdict(r: Round, gate: dict[str, Any]) -> None:
-    """gate.json's verdict must be the one its rows (and confirmation samples) give now,
-    so that an edited gate cannot decide the round."""
-    before = store.read(r.path("baseline-rows.json"))["rows"]
-    after = store.read(r.path("candidate-rows.json"))["rows"]
-    comparison = compare(before, after)
-    verdict, _reasons = promising(comparison, r.config.gate)
-    if verdict and r.config.gate.confirm_samples:
-        verdict, _reasons = confirmed(confirm.gate_evidence(r, comparison))
-    if verdict != bool(gate["promising"]):
+_VALIDATION_KEYS = (
+    "gained",
+    "lost",
+    "gained_ids",
+    "lost_ids",
+    "mcnemar_p",
+    "macro_before",
+    "macro_after",
+    "languages",
+)
+
+
+def _validation(r: Round, recorded: dict[str, Any]) -> dict[str, Any]:
+    """The gate recomputed from the round's validation rows and samples; refused when
+    gate.json's verdict or numbers say otherwise, so an edited gate cannot decide."""
+    greedy = gate.comparison(r)
+    verdict, _reasons, evidence = gate.verdict(r, greedy)
+    if verdict != bool(recorded["promising"]):
         raise IntegrityError(
-            f"{r.path('gate.json')}: says promising = {gate['promising']}, but the round's "
+            f"{r.path('gate.json')}: says promising = {recorded['promising']}, but the round's "
             f"validation rows and samples give {verdict}"
         )
+    differing = [key for key in _VALIDATION_KEYS if recorded.get(key) != greedy[key]]
+    if differing or recorded.get("confirmation") != evidence:
+        raise IntegrityError(
+            f"{r.path('gate.json')}: its {', '.join(differing) or 'confirmation'} differ(s) "
+            "from what the round's validation rows and samples give"
+        )
+    found = {key: greedy[key] for key in _VALIDATION_KEYS}
+    return found if evidence is None else {**found, "confirmation": evidence}
 
 
 def decide(r: Round) -> dict[str, Any]:
     """The round's decision, from its saved files alone (no model, no sandbox)."""
-    gate = r.result("gate")
+    recorded = r.result("gate")
     comparisons: dict[str, Any] = {}
     accepted = False
-    if not gate.get("skipped"):
-        _gate_verdict(r, gate)
-        comparisons["validation"] = {
-            k: gate[k]
-            for k in (
-                "gained",
-                "lost",
-                "gained_ids",
-                "lost_ids",
-                "mcnemar_p",
-                "macro_before",
-                "macro_after",
-                "languages",
-                "confirmation",
-            )
-            if k in gate
-        }
+    if not recorded.get("skipped"):
+        comparisons["validation"] = _validation(r, recorded)
         if due(r):
             audit = _audit_comparison(r)
             sizes = audit_sizes(r)
             audit["suites"] = sizes
             audit["smoke"] = any(entry["used"] < entry["declared"] for entry in sizes)
             audit["rule"] = r.config.audit.rule
-            if r.config.audit.rule == "strict":
-                clean = audit["lost"] == 0 and audit["after"] >= audit["before"]
-            else:
-                evidence = confirm.evidence(r, audit)
+            ids = _audit_ids(r)
+            sides = confirm.saved_passes(
+                r, confirm.AUDIT, guard.audit_sample_ids(r.config.audit, audit, ids)
+            )
+            clean, evidence = guard.audit_verdict(r.config.audit, audit, sides, ids)
+            if evidence is not None:
                 audit["confirmation"] = evidence
-                clean = not evidence["lost_ids"] and not evidence["pooled_worse"]
             comparisons["audit"] = audit
-            accepted = bool(gate["promising"]) and clean
+            accepted = bool(recorded["promising"]) and clean
     if accepted:
         decision = "Candidate accepted after validation and full audit"
-    elif gate.get("skipped"):
+    elif recorded.get("skipped"):
         decision = "More verified examples needed; continuing collection"
-    elif not gate["promising"]:
+    elif not recorded["promising"]:
         decision = "Candidate rejected at the validation gate; retained model unchanged"
     else:
         decision = "Candidate rejected by the full audit; retained model unchanged"
     audit = comparisons.get("audit")
-    if audit and not accepted and gate.get("promising"):
-        decision += f": {_audit_reasons(audit)}"
+    if audit and not accepted and recorded.get("promising"):
+        decision += f": {guard.audit_reasons(audit)}"
     if audit and audit["smoke"]:
         used = sum(entry["used"] for entry in audit["suites"])
         declared = sum(entry["declared"] for entry in audit["suites"])
         decision += f" (smoke-sized audit: {used} of {declared} tasks, audit.limit)"
     return {"accepted": accepted, "decision": decision, "comparisons": comparisons}
-
-
-def _audit_reasons(audit: dict[str, Any]) -> str:
-    """Which audit tasks decided a rejection, with their evidence."""
-    evidence = audit.get("confirmation")
-    if evidence is None:
-        lost = ", ".join(audit["lost_ids"]) or "none"
-        total = f"{audit['before']} -> {audit['after']}"
-        return f"lost {audit['lost']} task(s) at greedy ({lost}), total {total}"
-    parts = [
-        f"{t['id']} confirmed lost (parent {t['parent_passes']}/{t['pairs']}, candidate "
-        f"{t['candidate_passes']}/{t['pairs']}, p={t['p']:.3g})"
-        for t in evidence["tasks"]
-        if t["counted"] and t["flip"] == "lost"
-    ]
-    if evidence["pooled_worse"]:
-        parts.append(
-            f"pooled over {len(evidence['tasks'])} flipped task(s) the candidate is worse "
-            f"({evidence['pooled_parent_only']} vs {evidence['pooled_candidate_only']} "
-            f"discordant samples, p={evidence['pooled_p']:.3g})"
-        )
-    return "; ".join(parts)
 
 
 def run(r: Round, resume: bool) -> dict[str, Any]:

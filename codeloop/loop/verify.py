@@ -22,8 +22,19 @@ Checks, per round where the phase finished:
               gate, audits, confirmation samples) is finish.json's: accepted or not,
               its text and its comparisons
 and for the session: status.json's retained adapter is the last accepted round's.
-With `recheck`, every training row's program runs again in the sandbox against its
-task's hidden tests and must pass.
+With `recheck`, the sandbox runs again, in one batch for the whole session:
+  recheck     every training row's program, against its task's hidden tests: it must pass
+  recheck evidence   every recorded answer a decision rests on, per round where its phase
+              finished: baseline-rows.json and candidate-rows.json (validation tasks),
+              audit-parent/rows.json and audit-candidate/rows.json (audit-tasks.json),
+              and each confirmation sample in gate-confirm/ and audit-confirm/ (its answer
+              from the attempt file beside it). The re-run verdict must be the recorded
+              one, so rows whose verdicts were edited and whose every sha256 along the
+              chain was rewritten to match still fail: hashes prove a file unchanged since
+              it was hashed, only a re-run proves a verdict is the answer's. A re-run the
+              machine cannot give (an `environment_error`) fails as "could not run", never
+              as a forgery and never as ok; the one exception is a task whose own test gives
+              no verdict (`task_error`) where the row recorded exactly that.
 """
 
 from __future__ import annotations
@@ -33,11 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codeloop import config as session_config
 from codeloop import recipe, store
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import CodeloopError
+from codeloop.evaluate import scoring
+from codeloop.evaluate.scoring import program_of
 from codeloop.loop.common import PHASES
 from codeloop.loop.prepare import check_assignment
+from codeloop.sandbox import Check
 from codeloop.tasks.schema import Task
 
 
@@ -111,6 +126,7 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
     verified: set[str] = set()
     rows_to_recheck: list[tuple[int, dict[str, Any], str]] = []
     accepted: list[int] = []
+    evidence = _Evidence()
     for number in session.rounds():
         folder = session.round(number)
         result = {p: _read(folder / f"{p}.json") for p in PHASES}
@@ -201,6 +217,8 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
             _check_decision(checks, session.root, number, finish)
             if finish.get("accepted"):
                 accepted.append(number)
+        if recheck:
+            _gather(evidence, number, folder, result, assigned["validation"])
     status = _read(session.status)
     if status is not None:
         expected = f"{store.round_name(accepted[-1])}/adapter" if accepted else None
@@ -211,8 +229,8 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
             f"status.json retains {status.get('retained_adapter')}, the last accepted round "
             f"gives {expected}",
         )
-    if recheck and rows_to_recheck:
-        _recheck(checks, session.root, rows_to_recheck)
+    if recheck:
+        _recheck(checks, session.root, rows_to_recheck, evidence)
     return checks.findings
 
 
@@ -279,23 +297,202 @@ def _check_adapter(
     )
 
 
-def _recheck(checks: _Checks, root: Path, rows: list[tuple[int, dict[str, Any], str]]) -> None:
-    """Run every training row's program again, composed as collect composed it."""
-    from codeloop.loop.collect import request
-    from codeloop.loop.phases import open_round
-    from codeloop.sandbox import check_many
+@dataclass(frozen=True)
+class _Answer:
+    """One recorded verdict to re-run: where it is written, the answer's program, the verdict."""
 
-    rounds = {number: open_round(root, number) for number in {n for n, _t, _p in rows}}
+    round: int
+    file: str
+    """The file that records the verdict, relative to the round folder."""
+    label: str
+    """The task id (and the sample, for a confirmation sample)."""
+    task: Task
+    program: str | None
+    """None: the answer has no code block (it fails without a run, as when it was scored)."""
+    recorded: bool | None
+    recorded_status: str | None = None
+
+
+class _Evidence:
+    """The recorded verdicts of a session, gathered file by file before one batched re-run.
+
+    Every file read is remembered even when it holds no answer, so that the output names
+    each file the recheck covered; what cannot even be read fails its file.
+    """
+
+    def __init__(self) -> None:
+        self.answers: list[_Answer] = []
+        self.failures: dict[tuple[int, str], list[str]] = {}
+
+    def open(self, number: int, name: str) -> None:
+        self.failures.setdefault((number, name), [])
+
+    def fail(self, number: int, name: str, detail: str) -> None:
+        self.failures.setdefault((number, name), []).append(f"{name}: {detail}")
+
+    def load(self, number: int, folder: Path, name: str) -> Any:
+        """The file `name` of the round (None, and a failure of the file, when unreadable)."""
+        self.open(number, name)
+        try:
+            data = store.read(folder / name, None)
+        except CodeloopError as error:
+            self.fail(number, name, f"unreadable: {error}")
+            return None
+        if data is None:
+            self.fail(number, name, "missing")
+        return data
+
+
+def _ran(result: dict[str, Any] | None) -> bool:
+    return result is not None and not result.get("skipped")
+
+
+def _gather(
+    evidence: _Evidence,
+    number: int,
+    folder: Path,
+    result: dict[str, dict[str, Any] | None],
+    validation: list[dict[str, Any]],
+) -> None:
+    """The round's recorded verdicts whose phase finished: the validation rows the gate
+    compared, the audit's rows, and the confirmation samples of both."""
+    from codeloop.loop.confirm import AUDIT, GATE
+
+    tasks = {task["id"]: Task.model_validate(task) for task in validation}
+    for phase in ("baseline", "candidate"):
+        if _ran(result[phase]):
+            _rows(evidence, number, folder, f"{phase}-rows.json", tasks)
+    if _ran(result["gate"]):
+        _samples(evidence, number, folder, GATE, tasks)
+    audited = [phase for phase in ("audit-parent", "audit-candidate") if _ran(result[phase])]
+    if not audited and not (folder / AUDIT).exists():
+        return
+    audit = _audit_tasks(evidence, number, folder)
+    for phase in audited:
+        _rows(evidence, number, folder, f"{phase}/rows.json", audit)
+    if result["finish"] is not None:
+        _samples(evidence, number, folder, AUDIT, audit)
+
+
+def _audit_tasks(evidence: _Evidence, number: int, folder: Path) -> dict[str, Task]:
+    """audit-tasks.json's tasks by id (none, and a failure, when it cannot be read: every
+    audit row then fails as a row of no known task)."""
+    name = "audit-tasks.json"
+    try:
+        saved = store.read(folder / name)
+        return {task["id"]: Task.model_validate(task) for task in saved["tasks"]}
+    except (CodeloopError, OSError, KeyError, TypeError, ValueError) as error:
+        evidence.fail(number, name, f"cannot read the audit's tasks: {error}")
+        return {}
+
+
+def _rows(
+    evidence: _Evidence, number: int, folder: Path, name: str, tasks: dict[str, Task]
+) -> None:
+    """An answering phase's rows: each row's verdict on its answer (the program the answer
+    holds, as scoring extracted it, not the row's own copy of it)."""
+    data = evidence.load(number, folder, name)
+    for row in (data or {}).get("rows", []):
+        task = tasks.get(row.get("id"))
+        if task is None:
+            evidence.fail(number, name, f"{row.get('id')}: not one of the round's tasks")
+            continue
+        answer = row.get("answer")
+        program = program_of(task, answer) if isinstance(answer, str) else row.get("program")
+        evidence.answers.append(
+            _Answer(number, name, task.id, task, program, row.get("passed"), row.get("status"))
+        )
+
+
+def _samples(
+    evidence: _Evidence, number: int, folder: Path, name: str, tasks: dict[str, Task]
+) -> None:
+    """A confirmation's sample verdicts (`passes`, per task and side), each re-run from the
+    answer its attempt file saved (`confirm-I`, as `confirm._Sampler` asked it)."""
+    from codeloop.loop.confirm import SIDES
+
+    for side in SIDES:
+        file = f"{name}/{side}.json"
+        if not (folder / file).exists():
+            continue  # not sampled: the decision check says whether it had to be
+        data = evidence.load(number, folder, file)
+        attempt_file = f"{name}/{name}-{side}-attempt.json"
+        try:
+            attempts = store.read(folder / attempt_file, {}).get("attempts", {})
+        except CodeloopError as error:
+            evidence.fail(number, file, f"its answers cannot be read: {error}")
+            attempts = {}
+        for row in (data or {}).get("rows", []):
+            task = tasks.get(row.get("id"))
+            if task is None:
+                evidence.fail(number, file, f"{row.get('id')}: not one of the round's tasks")
+                continue
+            for index, recorded in enumerate(row.get("passes", [])):
+                label = f"{task.id} sample {index}"
+                answer = attempts.get(task.id, {}).get(f"confirm-{index}")
+                if not isinstance(answer, str):
+                    evidence.fail(number, file, f"{label}: no saved answer in {attempt_file}")
+                    continue
+                program = program_of(task, answer)
+                evidence.answers.append(_Answer(number, file, label, task, program, recorded))
+
+
+def _word(passed: bool | None) -> str:
+    return "passed" if passed else "failed"
+
+
+def _mismatch(answer: _Answer, check: Check) -> str | None:
+    """Why the re-run does not confirm the recorded verdict; None when it does."""
+    where = f"{answer.label} ({answer.task.language})"
+    if check.status == "environment_error":
+        if check.task_error and not answer.recorded and answer.recorded_status == check.status:
+            return None  # the task's own test gives no verdict, as the row recorded
+        why = "the task's test gives no verdict" if check.task_error else "the sandbox failed"
+        return (
+            f"{where}: the recheck could not run ({why}), so the recorded "
+            f"{_word(answer.recorded)} is not confirmed: {check.feedback.strip()[:200]}"
+        )
+    if check.passed == bool(answer.recorded):
+        return None
+    return (
+        f"{where}: recorded {_word(answer.recorded)}, re-run {_word(check.passed)} "
+        f"({check.status}): the recorded verdict is not its answer's"
+    )
+
+
+def _recheck(
+    checks: _Checks,
+    root: Path,
+    rows: list[tuple[int, dict[str, Any], str]],
+    evidence: _Evidence,
+) -> None:
+    """Run every training row's program (composed as collect composed it) and every
+    recorded answer again, in one batch through the evaluator the phases used, so a
+    verdict is re-run exactly as it was first given (environment errors re-run on fresh
+    workers, then judged by the known-good probe)."""
+    sandbox = session_config.load(store.SessionPaths(root).config).sandbox
     requests = [
-        request(Task.model_validate(task), program, rounds[number])
-        for number, task, program in rows
+        scoring.request(Task.model_validate(task), program, sandbox)
+        for _number, task, program in rows
     ]
-    sandbox = next(iter(rounds.values())).config.sandbox
-    results = check_many(requests, workers=sandbox.workers, backend=sandbox.backend)
-    for (number, task, _program), result in zip(rows, results, strict=True):
+    requests += [
+        None if answer.program is None else scoring.request(answer.task, answer.program, sandbox)
+        for answer in evidence.answers
+    ]
+    results = scoring.check_requests(requests, sandbox) if requests else []
+    for (number, task, _program), result in zip(rows, results[: len(rows)], strict=True):
         checks.add(
             number,
             "recheck",
             result.passed,
             f"{task['id']} ({task['language']}): {result.status} {result.feedback.strip()[:200]}",
         )
+    for answer, result in zip(evidence.answers, results[len(rows) :], strict=True):
+        problem = _mismatch(answer, result)
+        if problem is not None:
+            evidence.fail(answer.round, answer.file, problem)
+    for (number, _name), failures in evidence.failures.items():
+        if not failures:
+            checks.add(number, "recheck evidence", True)
+        for detail in failures:
+            checks.add(number, "recheck evidence", False, detail)

@@ -1,0 +1,318 @@
+"""Operating characteristics of the keep/discard rules: P(keep) against the true effect.
+
+The gate ("is the candidate better on validation?") and the audit ("did it lose nothing
+on the benchmark?") are statistical tests. This bench measures how often each rule is
+wrong, by simulation, driving the project's own decision code: `evaluate.compare` for
+the greedy comparison and `evaluate.guard` for which tasks are sampled and what the
+samples say (the same functions `loop/gate.py` and `loop/finish.py` call), never a copy.
+
+Synthetic truth, per task: the parent's pass probability p and the candidate's q. One
+answer (greedy, or seeded sample i) is a draw: the parent passes when U < p; the
+candidate reuses the parent's U with probability rho (a shared draw: the same text,
+as two nearby adapters often write under the same seed) and draws its own otherwise,
+and passes when its U < q. Greedy answers are draws of the same kind (their own rho).
+
+Profiles (where p comes from):
+  cpu-demo   measured: every task's parent sample pass rate on a real cpu-demo round,
+             and the measured rho, from bench/guard_inputs.py's JSON (--inputs).
+  gpu        stated: p ~ Beta(0.6, 0.4) per task (mean 0.6, U-shaped: a code model
+             mostly always or never solves a task), near the published pass@1 of 1.5B
+             instruction-tuned coders on HumanEval and MultiPL-E, on the gpu preset's
+             sizes (HumanEval-X's 984 tasks plus curriculum-test; 128 validation tasks).
+  gpu-flat   pessimistic: p ~ Beta(1, 1), the widest spread of p(1 - p) at that size.
+Each runs at the measured rho and at rho = 0 (pessimistic: no shared draws).
+
+Effects (candidate against parent): shift (q = p + d, clipped), scale (q = f p: halved,
+gone) and concentrated (m tasks the parent solves go to 0). The true effect is the
+exact mean of q - p over the set, in points.
+
+The output: per rule and effect, P(keep) with its 95% Wilson interval over the
+replicates, and the mean generations a decision costs; then the rule the project
+adopted against its targets (docs/GUARD.md). Appended to bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import sqrt
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results import record
+
+from codeloop.config import AuditConfig, GateConfig
+from codeloop.evaluate import guard
+from codeloop.evaluate.compare import compare
+
+GPU_AUDIT_TASKS = 984 + 64
+"""HumanEval-X (164 problems x 6 languages) plus the gpu preset's curriculum-test (64)."""
+GPU_VALIDATION_TASKS = 128
+"""The gpu preset's validation: 64 fixed development tasks plus 64 fresh ones."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    audit: np.ndarray
+    validation: np.ndarray
+    rho: float
+    rho_greedy: float
+
+
+def profiles(inputs: Path | None, seed: int) -> list[Profile]:
+    """The stated gpu profiles, and cpu-demo's measured one when `inputs` is given."""
+    rng = np.random.default_rng(seed)
+    found = []
+    if inputs is not None:
+        data = json.loads(inputs.read_text())
+        rho = max(0.0, min(1.0, data["audit"]["outcome_correlation"] or 0.0))
+        found.append(
+            Profile(
+                "cpu-demo",
+                np.array(data["audit"]["parent_rates"]),
+                np.array(data["validation"]["parent_rates"]),
+                rho,
+                data["audit"]["greedy_same_text"],
+            )
+        )
+    measured = found[0].rho if found else 0.5
+    measured_greedy = found[0].rho_greedy if found else 0.5
+    for name, a, b in (("gpu", 0.6, 0.4), ("gpu-flat", 1.0, 1.0)):
+        found.append(
+            Profile(
+                name,
+                rng.beta(a, b, GPU_AUDIT_TASKS),
+                rng.beta(a, b, GPU_VALIDATION_TASKS),
+                measured,
+                measured_greedy,
+            )
+        )
+    return found
+
+
+# -- effects ---------------------------------------------------------------------------------
+
+
+def shift(points: float) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
+    return lambda p, _rng: np.clip(p + points / 100, 0, 1)
+
+
+def scale(factor: float) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
+    return lambda p, _rng: p * factor
+
+
+def concentrated(tasks: int) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
+    def effect(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        q = p.copy()
+        solved = np.flatnonzero(p > 0)
+        q[rng.choice(solved, size=min(tasks, len(solved)), replace=False)] = 0
+        return q
+
+    return effect
+
+
+EFFECTS = {
+    "shift -6": shift(-6),
+    "shift -4": shift(-4),
+    "shift -3": shift(-3),
+    "shift -2": shift(-2),
+    "shift -1": shift(-1),
+    "neutral": shift(0),
+    "shift +1": shift(1),
+    "shift +3": shift(3),
+    "shift +5": shift(5),
+    "shift +10": shift(10),
+    "halved": scale(0.5),
+    "gone": scale(0.0),
+    "3 tasks lost": concentrated(3),
+}
+
+
+# -- one decision ----------------------------------------------------------------------------
+
+
+def draws(
+    p: np.ndarray, q: np.ndarray, k: int, rho: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """k paired answers per task: (parent passes, candidate passes), each (tasks, k)."""
+    u = rng.random((len(p), k))
+    own = rng.random((len(p), k))
+    shared = rng.random((len(p), k)) < rho
+    return u < p[:, None], np.where(shared, u, own) < q[:, None]
+
+
+def _rows(ids: list[str], passed: np.ndarray) -> list[dict[str, Any]]:
+    return [{"id": i, "language": "x", "passed": bool(v)} for i, v in zip(ids, passed, strict=True)]
+
+
+def decide_once(
+    kind: str,
+    rule: AuditConfig | GateConfig,
+    p: np.ndarray,
+    q: np.ndarray,
+    profile: Profile,
+    rho: float,
+    rng: np.random.Generator,
+) -> tuple[bool, int]:
+    """One simulated gate or audit through the project's decision code: (kept, generations)."""
+    ids = [f"t{i}" for i in range(len(p))]
+    greedy_p, greedy_c = draws(p, q, 1, profile.rho_greedy if rho else 0.0, rng)
+    comparison = compare(_rows(ids, greedy_p[:, 0]), _rows(ids, greedy_c[:, 0]))
+    choose = guard.audit_sample_ids if kind == "audit" else guard.gate_sample_ids
+    wanted = choose(rule, comparison, ids)
+    sides: dict[str, dict[str, list[bool]]] = {"parent": {}, "candidate": {}}
+    if wanted:
+        index = [int(i[1:]) for i in wanted]
+        sp, sc = draws(p[index], q[index], rule.confirm_samples, rho, rng)
+        sides = {
+            "parent": {i: row.tolist() for i, row in zip(wanted, sp, strict=True)},
+            "candidate": {i: row.tolist() for i, row in zip(wanted, sc, strict=True)},
+        }
+    if kind == "audit":
+        kept, _evidence = guard.audit_verdict(rule, comparison, sides, ids)
+    else:
+        kept, _reasons, _evidence = guard.gate_verdict(rule, comparison, sides, ids)
+    return kept, 2 * len(ids) + 2 * rule.confirm_samples * len(wanted)
+
+
+def wilson(kept: int, n: int) -> tuple[float, float]:
+    """95% Wilson interval of a simulated rate."""
+    if not n:
+        return 0.0, 1.0
+    z, rate = 1.96, kept / n
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def oc_point(
+    kind: str,
+    rule: AuditConfig | GateConfig,
+    profile: Profile,
+    rho: float,
+    effect: Callable[[np.ndarray, np.random.Generator], np.ndarray],
+    reps: int,
+    seed: int,
+) -> dict[str, Any]:
+    """P(keep) for one rule, profile, rho and effect over `reps` simulated decisions."""
+    rng = np.random.default_rng(seed)
+    p = profile.audit if kind == "audit" else profile.validation
+    kept = generations = 0
+    true = 0.0
+    for _ in range(reps):
+        q = effect(p, rng)
+        true += float(np.mean(q - p))
+        ok, cost = decide_once(kind, rule, p, q, profile, rho, rng)
+        kept += ok
+        generations += cost
+    low, high = wilson(kept, reps)
+    return {
+        "true_points": 100 * true / reps,
+        "keep": kept / reps,
+        "low": low,
+        "high": high,
+        "generations": generations / reps,
+    }
+
+
+# -- the rules compared ----------------------------------------------------------------------
+
+
+def audit_rules() -> dict[str, AuditConfig]:
+    rules = {
+        "strict": AuditConfig(rule="strict"),
+        "confirmed k8": AuditConfig(rule="confirmed", confirm_samples=8),
+    }
+    for k in (2, 4, 8):
+        rules[f"paired k{k} m2"] = AuditConfig(rule="paired", confirm_samples=k, margin=0.02)
+    rules["paired k4 m3"] = AuditConfig(rule="paired", confirm_samples=4, margin=0.03)
+    return rules
+
+
+def gate_rules() -> dict[str, GateConfig]:
+    rules = {
+        "greedy": GateConfig(),
+        "greedy+confirm k8": GateConfig(confirm_samples=8),
+    }
+    for k in (4, 8, 16, 24):
+        rules[f"paired k{k}"] = GateConfig(rule="paired", confirm_samples=k)
+    return rules
+
+
+def table(kind: str, rules: dict[str, Any], profile: Profile, rho: float, reps: int, seed: int):
+    """Markdown lines: one row per rule, one column per effect (P(keep) [interval])."""
+    effects = (
+        EFFECTS
+        if kind == "audit"
+        else {
+            name: EFFECTS[name]
+            for name in ("shift -3", "neutral", "shift +1", "shift +3", "shift +5", "shift +10")
+        }
+    )
+    results: dict[str, dict[str, Any]] = {}
+    for name, rule in rules.items():
+        results[name] = {
+            effect: oc_point(kind, rule, profile, rho, fn, reps, seed)
+            for effect, fn in effects.items()
+        }
+    first = next(iter(results.values()))
+    header = " | ".join(f"{e} ({first[e]['true_points']:+.1f})" for e in effects)
+    lines = [
+        f"{kind} of {profile.name} ({len(profile.audit if kind == 'audit' else profile.validation)}"
+        f" tasks, rho {rho:.2f}): P(keep) [95% interval], true effect in points",
+        "",
+        f"| rule | generations | {header} |",
+        "|---|---|" + "---|" * len(effects),
+    ]
+    for name, row in results.items():
+        cells = " | ".join(
+            f"{100 * r['keep']:.0f}% [{100 * r['low']:.0f}, {100 * r['high']:.0f}]"
+            for r in row.values()
+        )
+        cost = max(r["generations"] for r in row.values())
+        lines.append(f"| {name} | {cost:.0f} | {cells} |")
+    return lines, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inputs", type=Path, help="bench/guard_inputs.py's JSON (cpu-demo)")
+    parser.add_argument("--reps", type=int, default=300, help="simulated decisions per point")
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument(
+        "--profiles", nargs="*", default=None, help="subset of cpu-demo, gpu, gpu-flat"
+    )
+    parser.add_argument("--json", type=Path, help="also write every point here")
+    args = parser.parse_args()
+    started = time.monotonic()
+    lines: list[str] = []
+    everything: dict[str, Any] = {}
+    for profile in profiles(args.inputs, args.seed):
+        if args.profiles and profile.name not in args.profiles:
+            continue
+        for rho in sorted({profile.rho, 0.0}, reverse=True):
+            for kind, rules in (("gate", gate_rules()), ("audit", audit_rules())):
+                found, results = table(kind, rules, profile, rho, args.reps, args.seed)
+                lines += [*found, ""]
+                everything[f"{profile.name} rho {rho:.2f} {kind}"] = results
+                print("\n".join(found), file=sys.stderr, flush=True)
+    lines.append(
+        f"{args.reps} simulated decisions per cell, seed {args.seed}, "
+        f"{time.monotonic() - started:.0f} s."
+    )
+    if args.json:
+        args.json.write_text(json.dumps(everything, indent=1) + "\n")
+    record("bench/decision_sim.py: operating characteristics of the gate and audit rules", lines)
+
+
+if __name__ == "__main__":
+    main()
