@@ -14,7 +14,9 @@ model the session retains after the round, on:
     for tuning and is a dev set now. It is measured on the base and the retained
     models only (never on a candidate): pass@1, the number of distinct problems
     solved (in at least one language), and the retained model's gain over the base
-    model with its paired bootstrap interval over problems.
+    model with its paired bootstrap interval over problems, on all 64 problems and on
+    the non-kin ones (bench/holdout.py's KIN: problems that are a curriculum family,
+    a bench/heldout.py problem or the worked example up to one edit are left out).
 Scores are cached by adapter sha256 (an accepted candidate is not measured twice).
 Per round it appends to bench/RESULTS.md: held-out pass@1 of candidate and retained
 model (the clean held-out test: retained model only), audit pass@1 when the audit
@@ -149,6 +151,16 @@ def pooled(score: Score) -> float:
 def cells(score: Score, languages: list[str]) -> str:
     return " ".join(
         f"{lang}={score.get(lang, [0, 0])[0]}/{score.get(lang, [0, 0])[1]}" for lang in languages
+    )
+
+
+def non_kin_gain(tasks: list[Task], before: list[bool], after: list[bool]) -> str:
+    """The clean held-out test's gain on its non-kin problems, with its paired interval."""
+    gain = holdout.non_kin_interval(tasks, before, after)
+    return (
+        f"{gain['difference']:+.1f} points on its {gain['problems']} non-kin problems "
+        f"({gain['level']:.0%} paired bootstrap interval [{gain['low']:+.1f}, "
+        f"{gain['high']:+.1f}])"
     )
 
 
@@ -297,6 +309,7 @@ def main() -> None:
         dev_score, held_score = measure(session / retained if retained else None)
         clean_passed = measure_clean(session / retained if retained else None)
         gain = holdout.paired_interval(base_clean, clean_passed)
+        unlike = non_kin_gain(clean_tasks, base_clean, clean_passed)
         interval = (
             f"{gain['level']:.0%} paired bootstrap interval over problems "
             f"[{gain['low']:+.1f}, {gain['high']:+.1f}]"
@@ -326,7 +339,7 @@ def main() -> None:
             f"- retained model, clean held-out test pass@1 (bench/holdout.py, "
             f"{len(clean_tasks)} tasks, never used for tuning or selection): "
             f"{clean(clean_passed)} (base {clean(base_clean)}); gain {gain['difference']:+.1f} "
-            f"points, {interval}; {cells(tally(clean_tasks, clean_passed), languages)}",
+            f"points, {interval}; {unlike}; {cells(tally(clean_tasks, clean_passed), languages)}",
             "- this round's candidate, held-out pass@1: "
             + (
                 f"fixed development set {pooled(candidate[0]):.1f}% "
@@ -359,7 +372,8 @@ def main() -> None:
             f"{gain_dev:+.1f} points on the fixed development set, "
             f"{gain_held:+.1f} points on the non-curriculum problems "
             f"(per language, points: {per_language}), "
-            f"{gain['difference']:+.1f} points on the clean held-out test ({interval}).",
+            f"{gain['difference']:+.1f} points on the clean held-out test ({interval}), "
+            f"{unlike}.",
         ]
         record(
             f"Learning on {args.preset}, round {number} of {args.rounds} (bench/learning.py)", lines

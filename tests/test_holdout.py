@@ -132,3 +132,101 @@ def test_distinct_solved_counts_problems_solved_in_any_language() -> None:
     assert holdout.distinct_solved(rendered, verdicts) == 3
     with pytest.raises(ValueError):
         holdout.distinct_solved(rendered, verdicts[:-1])
+
+
+def test_kin_names_real_problems_and_holds_its_frozen_hash() -> None:
+    names = {problem[0] for problem in holdout.PROBLEMS}
+    assert set(holdout.KIN) <= names
+    assert all(reason.strip() for reason in holdout.KIN.values())
+    assert holdout.kin_sha256() == holdout.KIN_SHA256
+    assert holdout.kin_names() == set(holdout.KIN)
+    # the label is separate from the set: the set's own hash still holds
+    assert holdout.current_sha256() == holdout.FROZEN_SHA256
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda kin: kin.pop("xor"),
+        lambda kin: kin.update({"next-even": "a new label"}),
+        lambda kin: kin.update({"xor": kin["xor"] + "."}),
+    ],
+    ids=["dropped", "added", "reworded"],
+)
+def test_an_edited_kin_label_is_refused(monkeypatch, edit) -> None:
+    edited = dict(holdout.KIN)
+    edit(edited)
+    monkeypatch.setattr(holdout, "KIN", edited)
+    with pytest.raises(RuntimeError, match="KIN"):
+        holdout.kin_names()
+    with pytest.raises(RuntimeError, match="KIN"):
+        holdout.non_kin(holdout.tasks(["python"]))
+
+
+def test_non_kin_keeps_the_other_problems_and_their_interval() -> None:
+    rendered = holdout.tasks(["python", "c"])
+    kept = holdout.non_kin(rendered)
+    rest = len(holdout.PROBLEMS) - len(holdout.KIN)
+    assert len(kept) == 2 * rest
+    assert {task.family.removeprefix(holdout.FAMILY_PREFIX) for task in kept}.isdisjoint(
+        holdout.KIN
+    )
+    # a gain only on kin problems is no gain on the non-kin subset
+    before = [False] * len(rendered)
+    after = holdout.kin_mask(rendered)
+    whole = holdout.paired_interval(before, after)
+    unlike = holdout.non_kin_interval(rendered, before, after)
+    assert whole["difference"] == pytest.approx(100.0 * len(holdout.KIN) / len(holdout.PROBLEMS))
+    assert unlike["difference"] == unlike["low"] == unlike["high"] == 0.0
+    assert unlike["problems"] == rest and unlike["tasks"] == 2 * rest
+    gained = holdout.non_kin_interval(rendered, before, [not kin for kin in after])
+    assert gained["difference"] == pytest.approx(100.0)
+
+
+def _outputs(reference, inputs: list[str]) -> list[str | None]:
+    found = []
+    for text in inputs:
+        try:
+            found.append(reference(text))
+        except Exception:  # another input format: no match
+            found.append(None)
+    return found
+
+
+def _known_references() -> dict[str, object]:
+    """Every curriculum family (a few draws of its parameters), heldout.py and the worked
+    example, as whole input -> whole output without newline."""
+    found: dict[str, object] = {}
+    for family in families():
+        for draw in range(12):
+            params = family.params(random.Random(draw))
+            found[f"{family.name} {params!r}"] = lambda text, f=family, p=params: f.solve(text, p)
+    for name, _statement, _inputs, reference in heldout.PROBLEMS:
+        found[f"heldout {name}"] = reference
+    found["worked example"] = lambda text: str(2 * int(text.split()[0]) + int(text.split()[1]))
+    return found
+
+
+def _small(text: str) -> bool:
+    # tier 2-4 references loop up to n (factorial, pascal-row, ...) and to-base never ends on
+    # a negative n: run them only where every integer is in 0..1000
+    return all(0 <= int(token) <= 1000 for token in text.split() if token.lstrip("-").isdigit())
+
+
+def test_no_known_reference_passes_every_case_of_a_non_kin_problem() -> None:
+    """More than statements: a program written for a curriculum family, a heldout.py
+    problem or the worked example must fail some case of every non-kin problem."""
+    references = _known_references()
+    tiers = {family.name: family.tier for family in families()}
+    caught = {}
+    for name, _statement, inputs, reference in holdout.PROBLEMS:
+        want = [reference(text) for text in inputs]
+        for label, known in references.items():
+            family = label.split()[0]
+            if tiers.get(family, 1) > 1 and not all(map(_small, inputs)):
+                continue
+            if _outputs(known, inputs) == want:
+                caught.setdefault(name, label)
+    assert set(caught) <= set(holdout.KIN), {n: caught[n] for n in set(caught) - set(holdout.KIN)}
+    # the check has teeth: count-digits is line-length, and its cases cannot tell them apart
+    assert caught["count-digits"].startswith("line-length")
