@@ -21,6 +21,7 @@ from codeloop.evaluate.cli import eval_command
 from codeloop.loop import cli as loop_cli
 from codeloop.reward.grpo import grpo_command
 from codeloop.sandbox import cli as sandbox_cli
+from codeloop.serve import cli as serve_cli
 from codeloop.tasks.cli import app as data_app
 from codeloop.train.cli import train as train_command
 from codeloop.train.determinism import use_reproducible_math
@@ -43,6 +44,7 @@ app.command("export-dataset", cls=loop_cli.SessionCommand)(loop_cli.export_datas
 app.command("report")(loop_cli.report)
 app.command("check")(sandbox_cli.check)
 app.command("doctor")(sandbox_cli.doctor)
+app.command("serve")(serve_cli.serve)
 app.command("train")(train_command)
 app.command("grpo")(grpo_command)
 

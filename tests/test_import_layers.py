@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     # the loop and the RL reward, built on all of the above
     "reward": 5,
     "loop": 5,
+    "serve": 5,  # the sandbox over HTTP (codeloop serve)
     # entry points
     "cli": 6,
     "__main__": 6,

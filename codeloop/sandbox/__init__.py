@@ -4,6 +4,8 @@ Public API:
     check_program(language, program, cases, *, checker="lines", limits=None) -> Check
     check_tests(language, program, test, *, limits=None) -> Check
     check_many(requests, *, workers=None) -> list[Check]
+    run_program(RunRequest) -> ProgramRun: one program on one stdin, its output and exit
+        status as they are (no verdict), thread-safe (`codeloop serve`'s /run_code)
 """
 
 from __future__ import annotations
@@ -11,8 +13,16 @@ from __future__ import annotations
 from codeloop.config import SandboxLimits
 from codeloop.sandbox.dispatch import check_many, use_cluster
 from codeloop.sandbox.languages import LANGUAGES
-from codeloop.sandbox.pool import Interrupted, describe, shutdown
-from codeloop.sandbox.request import STATUSES, Case, Check, CheckRequest
+from codeloop.sandbox.pool import Interrupted, describe, run_program, shutdown
+from codeloop.sandbox.request import (
+    STATUSES,
+    Case,
+    Check,
+    CheckRequest,
+    ProgramRun,
+    RunRequest,
+    Step,
+)
 from codeloop.sandbox.verdict import outputs_match
 
 __all__ = [
@@ -22,12 +32,16 @@ __all__ = [
     "Check",
     "CheckRequest",
     "Interrupted",
+    "ProgramRun",
+    "RunRequest",
     "SandboxLimits",
+    "Step",
     "check_many",
     "check_program",
     "check_tests",
     "describe",
     "outputs_match",
+    "run_program",
     "shutdown",
     "use_cluster",
 ]

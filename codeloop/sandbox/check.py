@@ -16,11 +16,19 @@ from pathlib import Path
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness
 from codeloop.sandbox.cache import shared_folder
-from codeloop.sandbox.compiler import Compiler
+from codeloop.sandbox.compiler import COMPILE_TIMED_OUT, Compiler
 from codeloop.sandbox.function_tests import TaskRefused, TestContext, compose
 from codeloop.sandbox.language import Language
 from codeloop.sandbox.languages import get
-from codeloop.sandbox.request import FEEDBACK_CHARS, MAX_PROGRAM_BYTES, Check, CheckRequest
+from codeloop.sandbox.request import (
+    FEEDBACK_CHARS,
+    MAX_PROGRAM_BYTES,
+    Check,
+    CheckRequest,
+    ProgramRun,
+    RunRequest,
+    Step,
+)
 from codeloop.sandbox.verdict import (
     _case_feedback,
     _compile_feedback,
@@ -118,6 +126,55 @@ class Sandbox:
             return self._run_cases(language, box, request, limits, compile_ms)
         finally:
             harness.remove_box(box)
+
+    def run_program(self, request: RunRequest) -> ProgramRun:
+        """Run one program once on one stdin and hand back what it printed, no verdict:
+        compiled in the sandbox (or loaded from the compile cache) and run as a stdio
+        case is, under the same limits. Never raises for anything the program does."""
+        try:
+            language = get(request.language)
+        except ValueError as error:
+            return self._broken_run(str(error))
+        missing = language.missing_tools()
+        if missing:
+            return self._broken_run(
+                f"{language.name} toolchain missing: {', '.join(missing)}; "
+                f"install with: {language.install}"
+            )
+        problem = self.backend.problem()
+        if problem:
+            return self._broken_run(problem)
+        limits = request.limits or SandboxLimits()
+        build = language.compile_argv(limits.memory_mib)
+        argv = language.run_argv(limits.memory_mib)
+        if request.debug:
+            build, argv = debug_build(language.name, build, argv)
+        files = {language.source: request.program.encode("utf-8")}
+        box = harness.prepare_box(self.scratch, self.backend.compile_uid)
+        try:
+            (box / language.source).write_bytes(files[language.source])
+            (box / language.source).chmod(0o644)
+            compiled = None
+            if build is not None:
+                failed, compile_ms = self.compiler.compile(language, box, files, limits, argv=build)
+                compiled = _compile_step(failed, compile_ms)
+                if compiled.status != "finished" or compiled.exit_code != 0:
+                    return ProgramRun(compile=compiled, backend=self.backend.name)
+            run = harness.run(
+                self.backend,
+                argv,
+                box=box,
+                stdin=request.stdin.encode("utf-8"),
+                limits=self._limits(language, limits),
+                env=language.env,
+            )
+        finally:
+            harness.remove_box(box)
+        return ProgramRun(compile=compiled, run=_run_step(language, run), backend=self.backend.name)
+
+    def _broken_run(self, problem: str) -> ProgramRun:
+        step = Step(status="environment_error", stderr=problem[:FEEDBACK_CHARS])
+        return ProgramRun(run=step, backend=self.backend.name)
 
     def _check_tests(
         self, language: Language, request: CheckRequest, limits: SandboxLimits
@@ -237,3 +294,58 @@ class Sandbox:
             cases_total=len(request.cases),
             backend=self.backend.name,
         )
+
+
+def debug_build(
+    language: str, build: list[str] | None, argv: list[str]
+) -> tuple[list[str] | None, list[str]]:
+    """A stdio program's compile and run commands with the runtime checks SandboxFusion
+    keeps on: Rust without `-O` (a debug build: overflow checks, debug assertions), Java
+    with assertions (`-ea`). Other languages' commands are returned as they are."""
+    if language == "rust" and build is not None:
+        build = [part for part in build if part != "-O"]
+    if language == "java":
+        argv = [argv[0], "-ea", *argv[1:]]
+    return build, argv
+
+
+def _compile_step(failed: Check | None, compile_ms: float) -> Step:
+    """The compile step of a `ProgramRun`, from `Compiler.compile`'s outcome. The compile
+    cache keeps whether a compile failed and its output, not its exit status: a failed
+    compile reads as exit status 1."""
+    if failed is None:
+        return Step(status="finished", exit_code=0, wall_ms=compile_ms)
+    if failed.status == "environment_error":
+        return Step(status="environment_error", stderr=failed.feedback, wall_ms=compile_ms)
+    if failed.feedback == COMPILE_TIMED_OUT:
+        return Step(status="timeout", wall_ms=compile_ms)
+    output = failed.feedback.removeprefix("Compilation failed:\n")
+    return Step(status="finished", exit_code=1, stderr=output, wall_ms=compile_ms)
+
+
+def _run_step(language: Language, run: harness.RunResult) -> Step:
+    """The run step of a `ProgramRun`: how the run ended, and what it printed."""
+    status = _run_status(language, run)
+    if status == "environment_error":
+        detail = run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS]
+        return Step(status="environment_error", stderr=detail, wall_ms=run.wall_ms)
+    stdout, stderr = _decode(run.stdout), _decode(run.stderr)
+    if status == "timeout":
+        return Step(
+            status="timeout",
+            stdout=stdout,
+            stderr=stderr,
+            wall_ms=run.wall_ms,
+            peak_memory_kib=run.peak_memory_kib,
+        )
+    code = run.exit_code if run.exit_code is not None else 128 + (run.signal or 0)
+    return Step(
+        status="finished",
+        exit_code=code,
+        stdout=stdout,
+        stderr=stderr,
+        wall_ms=run.wall_ms,
+        peak_memory_kib=run.peak_memory_kib,
+        memory_limit=status == "memory_limit",
+        output_limit=status == "output_limit",
+    )

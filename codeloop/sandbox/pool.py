@@ -22,7 +22,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 
-from codeloop.sandbox.request import Check, CheckRequest
+from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest, Step
+
+WORKER_DIED = (
+    "sandbox worker died during the {what} (twice, the second time on a freshly started worker)"
+)
 
 
 class Interrupted(Exception):
@@ -46,6 +50,8 @@ class _Worker:
     def __init__(self, backend: str, index: int) -> None:
         self.backend, self.index = backend, index
         self.process: subprocess.Popen[str] | None = None
+        self.lock = threading.Lock()
+        """Held for one exchange, so that callers on two threads never share its pipe."""
 
     def _start(self) -> subprocess.Popen[str]:
         if self.process is None or self.process.poll() is not None:
@@ -60,22 +66,24 @@ class _Worker:
 
     def restart(self) -> None:
         """Replace the worker process with a freshly started one."""
-        self.stop()
-        self._start()
+        with self.lock:
+            self.stop()
+            self._start()
 
     def call(self, message: dict) -> dict | None:
-        process = self._start()
-        assert process.stdin is not None and process.stdout is not None
-        try:
-            process.stdin.write(json.dumps(message) + "\n")
-            process.stdin.flush()
-            line = process.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
-        if not line:
-            self.stop()
-            return None
-        return json.loads(line)
+        with self.lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                process.stdin.write(json.dumps(message) + "\n")
+                process.stdin.flush()
+                line = process.stdout.readline()
+            except (BrokenPipeError, OSError):
+                line = ""
+            if not line:
+                self.stop()
+                return None
+            return json.loads(line)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -99,6 +107,9 @@ class WorkerPool:
     def __init__(self, backend: str, workers: int) -> None:
         self.backend = backend
         self.workers = [_Worker(backend, index) for index in range(workers)]
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        for worker in self.workers:
+            self._idle.put(worker)
 
     def run(
         self,
@@ -139,8 +150,7 @@ class WorkerPool:
                     check = Check(
                         status="environment_error",
                         backend=self.backend,
-                        feedback="sandbox worker died during the check (twice, the second "
-                        "time on a freshly started worker)",
+                        feedback=WORKER_DIED.format(what="check"),
                     )
                 else:
                     check = Check.model_validate(answer["check"])
@@ -160,6 +170,20 @@ class WorkerPool:
         if stopped.is_set() and any(result is None for result in results):
             raise Interrupted({i: check for i, check in enumerate(results) if check is not None})
         return [result for result in results if result is not None]
+
+    def call(self, message: dict) -> dict | None:
+        """Send one message to a worker no other `call` holds (waiting for one to be
+        free) and return its answer: safe from many threads at once, as `codeloop serve`
+        calls it. A worker that dies is restarted and the message sent once more; None
+        when the fresh worker dies too."""
+        worker = self._idle.get()
+        try:
+            answer = worker.call(message)
+            if answer is None:
+                answer = worker.call(message)
+            return answer
+        finally:
+            self._idle.put(worker)
 
     def describe(self) -> str:
         answer = self.workers[0].call({"op": "describe"})
@@ -236,6 +260,33 @@ def check_many(
     the workers the batch uses are restarted first.
     """
     return get_pool(backend, workers).run(list(requests), on_done, stop, fresh=fresh)
+
+
+def check_one(
+    request: CheckRequest, *, workers: int | None = None, backend: str = "bwrap"
+) -> Check:
+    """Check one request on a free worker of this machine's pool; unlike `check_many`,
+    safe to call from many threads at once (each call holds its worker alone)."""
+    answer = get_pool(backend, workers).call({"request": request.model_dump(mode="json")})
+    if answer is None:
+        return Check(
+            status="environment_error", backend=backend, feedback=WORKER_DIED.format(what="check")
+        )
+    return Check.model_validate(answer["check"])
+
+
+def run_program(
+    request: RunRequest, *, workers: int | None = None, backend: str = "bwrap"
+) -> ProgramRun:
+    """Run one program once on one stdin in the sandbox, on a free worker of this
+    machine's pool, and return what it printed (`Sandbox.run_program`); safe to call
+    from many threads at once."""
+    message = {"op": "run", "request": request.model_dump(mode="json")}
+    answer = get_pool(backend, workers).call(message)
+    if answer is None:
+        died = Step(status="environment_error", stderr=WORKER_DIED.format(what="run"))
+        return ProgramRun(run=died, backend=backend)
+    return ProgramRun.model_validate(answer["run"])
 
 
 def shutdown() -> None:

@@ -162,3 +162,56 @@ class Check(BaseModel):
             "compile_ms": round(self.compile_ms, 1),
             "run_ms": round(self.run_ms, 1),
         }
+
+
+class RunRequest(BaseModel):
+    """One program run once on one stdin, its output handed back as it is (no verdict):
+    what a SandboxFusion-style `/run_code` asks of `codeloop serve`. It runs in the same
+    sandbox as a check's case: compiled there (or loaded from the compile cache), then
+    run as the worker's run uid (`Sandbox.run_program`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: str
+    program: str
+    stdin: str = ""
+    limits: SandboxLimits | None = None
+    debug: bool = False
+    """Runtime checks on, as SandboxFusion builds: Java runs with assertions (`-ea`), Rust
+    is a debug build (overflow checks and debug assertions); other languages as checked."""
+
+    @field_validator("program")
+    @classmethod
+    def _small_enough(cls, program: str) -> str:
+        size = len(program.encode("utf-8"))
+        if size > MAX_PROGRAM_BYTES:
+            raise ValueError(f"the program is {size} bytes; the sandbox takes {MAX_PROGRAM_BYTES}")
+        return program
+
+
+class Step(BaseModel):
+    """How one step of a `ProgramRun` (its compile, or its run) ended."""
+
+    status: Literal["finished", "timeout", "environment_error"]
+    """finished: it exited (`exit_code`, 128 + N when signal N ended it); timeout: it met
+    its time limit; environment_error: the sandbox could not carry it out (`stderr` says
+    why), which says nothing about the program."""
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    """A failed compile's: the compiler's first 30 lines (`verdict._compile_feedback`)."""
+    wall_ms: float = 0.0
+    peak_memory_kib: int | None = None
+    memory_limit: bool = False
+    """The run was ended for using more than its memory limit."""
+    output_limit: bool = False
+    """The run was ended for printing more than its output limit (what it printed up to
+    the limit is kept)."""
+
+
+class ProgramRun(BaseModel):
+    """What `RunRequest` gave: its compile (None where the language has none) and its
+    run (None when the compile did not succeed)."""
+
+    compile: Step | None = None
+    run: Step | None = None
+    backend: str = ""

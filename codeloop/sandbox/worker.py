@@ -13,6 +13,7 @@ import sys
 
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
 from codeloop.sandbox.harness import become_subreaper
+from codeloop.sandbox.request import ProgramRun, RunRequest, Step
 
 
 def serve(backend: str, index: int) -> None:
@@ -22,6 +23,17 @@ def serve(backend: str, index: int) -> None:
         message = json.loads(line)
         if message.get("op") == "describe":
             answer = {"describe": sandbox.describe()}
+        elif message.get("op") == "run":  # one program on one stdin, no verdict
+            run = RunRequest.model_validate(message["request"])
+            try:
+                done = sandbox.run_program(run)
+            except Exception as error:  # a harness fault, never the program's
+                broken = Step(
+                    status="environment_error",
+                    stderr=f"sandbox harness error: {type(error).__name__}: {error}",
+                )
+                done = ProgramRun(run=broken, backend=backend)
+            answer = {"run": done.model_dump(mode="json")}
         else:
             request = CheckRequest.model_validate(message["request"])
             try:

@@ -1,0 +1,171 @@
+"""The ASGI app of `codeloop serve`: FastAPI routes (SandboxFusion's in `fusion`, the
+native check in `native`, `/health`, `/metrics`) behind two ASGI middlewares (outermost
+first): `Observe` (metrics, one JSON access line per request) and `Guard` (the bearer
+token, then the body's size and arrival time).
+
+Sandbox work leaves the event loop through `Service`: a slot of the bounded queue
+(`Gate`), then a thread of its own pool that hands the request to a free sandbox worker
+(`sandbox.pool.run_program`, `check_one`). Programs only ever run in those workers'
+sandboxes, never in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from codeloop import __version__
+from codeloop.sandbox import pool
+from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
+from codeloop.serve import fusion, native
+from codeloop.serve.limits import Gate, Guard, Refused, Settings
+from codeloop.serve.metrics import CONTENT_TYPE, Metrics, Observe
+
+T = TypeVar("T")
+log = logging.getLogger("codeloop.serve")
+
+
+class Service:
+    """The server's state: its settings, queue, metrics and the threads that wait on the
+    sandbox workers (started and stopped with the app's lifespan)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.gate = Gate(settings.slots, settings.max_waiting, settings.queue_timeout_s)
+        self.executor: ThreadPoolExecutor | None = None
+        self.metrics = Metrics(
+            {
+                "codeloop_serve_queue_depth": (
+                    "Requests waiting for a sandbox slot.",
+                    lambda: self.gate.waiting,
+                ),
+                "codeloop_serve_in_flight": (
+                    "Requests holding a sandbox slot (their program compiling or running).",
+                    lambda: self.gate.running,
+                ),
+                "codeloop_serve_slots": (
+                    "Sandbox slots: requests that may hold one at once.",
+                    lambda: self.gate.slots,
+                ),
+            }
+        )
+
+    async def _in_sandbox(self, request: Request, work: Callable[[], T]) -> T:
+        if self.executor is None:
+            raise Refused(503, "the server is not running (its lifespan has not started)")
+        async with self.gate.slot() as waited:
+            request.state.log["queue_ms"] = round(waited * 1000, 1)
+            return await asyncio.get_running_loop().run_in_executor(self.executor, work)
+
+    async def run_program(self, request: Request, wanted: RunRequest) -> ProgramRun:
+        settings = self.settings
+        work = functools.partial(
+            pool.run_program, wanted, workers=settings.workers, backend=settings.backend
+        )
+        return await self._in_sandbox(request, work)
+
+    async def check(self, request: Request, wanted: CheckRequest) -> Check:
+        settings = self.settings
+        work = functools.partial(
+            pool.check_one, wanted, workers=settings.workers, backend=settings.backend
+        )
+        return await self._in_sandbox(request, work)
+
+
+async def _refused(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, Refused)
+    headers = {"Retry-After": "1"} if error.status in (503, 504) else None
+    return JSONResponse({"detail": error.detail}, status_code=error.status, headers=headers)
+
+
+async def _invalid(request: Request, error: Exception) -> JSONResponse:
+    """A body that is not JSON: 400; JSON that is not the request: 422. Both say why in
+    one line (`detail`), with pydantic's list (`errors`)."""
+    assert isinstance(error, RequestValidationError)
+    errors = list(error.errors())
+    kind = request.headers.get("content-type", "")
+    if errors and errors[0].get("loc") == ("body",) and "json" not in kind:
+        detail = f"send the body as JSON, with Content-Type: application/json (not {kind!r})"
+        return JSONResponse({"detail": detail}, status_code=415)
+    if any(item.get("type") == "json_invalid" for item in errors):
+        found = next(item for item in errors if item.get("type") == "json_invalid")
+        reason = (found.get("ctx") or {}).get("error", found.get("msg", ""))
+        detail = f"the body is not valid JSON: {reason}"
+        status = 400
+    else:
+        parts = []
+        for item in errors[:5]:
+            where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "body"
+            parts.append(f"{where}: {item.get('msg', 'invalid')}")
+        detail = "; ".join(parts)
+        status = 422
+    # Without pydantic's `input`: an answer never echoes the request (its code) back.
+    listed = [{key: item[key] for key in ("type", "loc", "msg") if key in item} for item in errors]
+    return JSONResponse({"detail": detail, "errors": jsonable_encoder(listed)}, status_code=status)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The app for `settings`; serve it with uvicorn (`codeloop serve`), which runs its
+    lifespan: the sandbox threads start with it and are waited for at shutdown."""
+    service = Service(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        service.executor = ThreadPoolExecutor(settings.slots, thread_name_prefix="codeloop-serve")
+        log.info(
+            "sandbox: backend %s, %s workers, %d slots, %d may wait %g s; auth %s",
+            settings.backend,
+            settings.workers or "one per core",
+            settings.slots,
+            settings.max_waiting,
+            settings.queue_timeout_s,
+            "on" if settings.token else "OFF (loopback only)",
+        )
+        try:
+            yield
+        finally:
+            executor, service.executor = service.executor, None
+            executor.shutdown(wait=True, cancel_futures=True)
+            log.info("drained: no request in the sandbox")
+
+    app = FastAPI(
+        title="codeloop serve",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.service = service
+    app.add_exception_handler(Refused, _refused)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.include_router(fusion.routes())
+    app.include_router(native.routes())
+
+    @app.get("/health", tags=["service"])
+    async def health() -> dict:
+        return {
+            "status": "ok",
+            "version": __version__,
+            "backend": settings.backend,
+            "slots": service.gate.slots,
+            "running": service.gate.running,
+            "waiting": service.gate.waiting,
+        }
+
+    @app.get("/metrics", tags=["service"])
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(service.metrics.render(), media_type=CONTENT_TYPE)
+
+    app.add_middleware(Guard, settings=settings)
+    app.add_middleware(Observe, metrics=service.metrics)  # outermost: sees every answer
+    return app

@@ -1,0 +1,134 @@
+"""`codeloop serve`: the sandbox as an HTTP service (docs/SERVICE.md).
+
+FastAPI and uvicorn are imported only when the command runs, so the rest of the CLI
+works without them (`pip install 'codeloop[serve]'`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+
+import typer
+
+from codeloop import config as session_config
+from codeloop.errors import CodeloopError, ConfigError
+from codeloop.serve.limits import Settings, resolve_token
+from codeloop.serve.metrics import JsonLines
+
+log = logging.getLogger("codeloop.serve")
+
+
+def _logging() -> None:
+    """Every line on stderr one JSON object: ours, uvicorn's, and the access log's
+    (`codeloop.serve.access`, whose lines reach this handler through its parent)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    for name in ("codeloop.serve", "uvicorn"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to `host`:`port` (0: a free port, which the log line names)."""
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        listener = socket.socket(family, kind, proto)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(2048)  # connections wait in the backlog until uvicorn accepts them
+    except OSError as error:
+        raise ConfigError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    return listener
+
+
+def serve(
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (loopback unless you say otherwise)."
+    ),
+    port: int = typer.Option(8080, "--port", min=0, max=65535, help="Port (0: any free one)."),
+    token_file: Path | None = typer.Option(
+        None,
+        "--token-file",
+        help="File holding the bearer token clients must send (default: $CODELOOP_SERVE_TOKEN).",
+    ),
+    no_auth: bool = typer.Option(
+        False, "--no-auth", help="Serve without a token: allowed on a loopback address only."
+    ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        "-c",
+        help="Take the sandbox backend and workers from this session config.",
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="Sandbox worker processes (default: one per core)."
+    ),
+    max_in_flight: int | None = typer.Option(
+        None, "--max-in-flight", min=1, help="Programs in the sandbox at once (default: workers)."
+    ),
+    max_waiting: int = typer.Option(
+        64, "--max-waiting", min=0, help="Requests that may wait for a slot; more get HTTP 504."
+    ),
+    queue_timeout: float = typer.Option(
+        30.0, "--queue-timeout", min=0.001, help="Seconds a request may wait; then HTTP 504."
+    ),
+    max_body_mib: float = typer.Option(
+        16.0, "--max-body-mib", min=0.001, help="Largest request body; more gets HTTP 413."
+    ),
+    max_connections: int = typer.Option(
+        1024, "--max-connections", min=1, help="Open connections and requests; more get 503."
+    ),
+    drain_timeout: int = typer.Option(
+        120, "--drain-timeout", min=1, help="On SIGTERM, seconds to let running requests finish."
+    ),
+) -> None:
+    """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
+    token = resolve_token(host, token_file, no_auth, os.environ)
+    sandbox = session_config.load(config).sandbox if config else session_config.SandboxConfig()
+    settings = Settings(
+        token=token,
+        backend=sandbox.backend,
+        workers=workers or sandbox.workers,
+        max_in_flight=max_in_flight,
+        max_waiting=max_waiting,
+        queue_timeout_s=queue_timeout,
+        max_body_bytes=int(max_body_mib * (1 << 20)),
+    )
+    try:
+        import uvicorn
+
+        from codeloop.serve.app import create_app
+    except ImportError as error:
+        raise ConfigError(
+            f"codeloop serve needs FastAPI and uvicorn: pip install 'codeloop[serve]' ({error})"
+        ) from None
+    _logging()
+    listener = _listen(host, port)
+    bound_host, bound_port = listener.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    log.info("listening on http://%s:%d", shown, bound_port)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings),
+            log_config=None,
+            access_log=False,  # ours: one JSON line per request (metrics.Observe)
+            lifespan="on",
+            server_header=False,
+            limit_concurrency=max_connections,
+            timeout_graceful_shutdown=drain_timeout,
+        )
+    )
+    # On SIGTERM or SIGINT uvicorn stops accepting, lets running requests finish (up to
+    # --drain-timeout), runs the lifespan's end, and then ends this process by the same
+    # signal, as its default handler would.
+    server.run(sockets=[listener])
+    if not server.started:
+        raise CodeloopError("codeloop serve did not start (see the log lines above)")

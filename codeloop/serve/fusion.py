@@ -1,0 +1,170 @@
+"""SandboxFusion's API (bytedance/SandboxFusion, `sandbox/server/sandbox_api.py`):
+`POST /run_code` and `GET /v1/ping`, shaped so that its clients (verl's sandbox_fusion
+reward and tool, ROLL, LazyLLM) work unchanged.
+
+A request runs one program once on one stdin in codeloop's sandbox
+(`sandbox.run_program`), built as SandboxFusion builds it (Java's `Main.java` run with
+`-ea`, Rust as a debug build); the answer carries SandboxFusion's status strings and
+null rules:
+
+- `compile_result`: null for languages without a compile step; else how the compile
+  ended. `run_result`: null when the compile failed or timed out.
+- A step's `status`: `Finished` (it exited: `return_code`, `stdout`, `stderr` set),
+  `TimeLimitExceeded` (`return_code` null, what it printed so far kept), `Error` (the
+  sandbox could not carry it out: only `stderr`, saying why).
+- The top `status`: `SandboxError` when a step is `Error` (its `message` says why);
+  else `Failed` when a step timed out or exited non-zero; else `Success`.
+- `execution_time`: seconds the step itself ran, never the time queued.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from codeloop.config import SandboxLimits
+from codeloop.sandbox.request import ProgramRun, RunRequest, Step
+from codeloop.serve.limits import Refused, Settings, check_size
+
+LANGUAGES: dict[str, str] = {
+    "python": "python",
+    "python3": "python",
+    "cpp": "cpp",
+    "c": "c",
+    "nodejs": "javascript",
+    "javascript": "javascript",
+    "js": "javascript",
+    "typescript": "typescript",
+    "ts": "typescript",
+    "java": "java",
+    "rust": "rust",
+    "go": "go",
+}
+"""SandboxFusion's language names (and the aliases its clients send) -> codeloop's."""
+
+
+class RunCodeRequest(BaseModel):
+    """SandboxFusion's `RunCodeRequest`; fields it has that are not listed are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    code: str
+    language: str | None = "python"
+    stdin: str | None = None
+    compile_timeout: float = Field(10, gt=0)
+    run_timeout: float = Field(10, gt=0)
+    memory_limit_MB: int | None = None  # SandboxFusion's spelling
+    memory_limit_mb: int | None = None
+    files: dict[str, str | None] = Field(default_factory=dict)
+    fetch_files: list[str] = Field(default_factory=list)
+
+
+class CommandRunResult(BaseModel):
+    status: Literal["Finished", "Error", "TimeLimitExceeded"]
+    execution_time: float | None = None
+    return_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class RunCodeResponse(BaseModel):
+    status: Literal["Success", "Failed", "SandboxError"]
+    message: str
+    compile_result: CommandRunResult | None = None
+    run_result: CommandRunResult | None = None
+    executor_pod_name: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
+    """The sandbox's request for `body`, within this server's limits; `Refused` (4xx) for
+    what it cannot serve. Timeouts and memory above the server's maxima are lowered to
+    them; a memory limit of 0 or less (SandboxFusion: none) is the server's default."""
+    name = body.language or "python"
+    language = LANGUAGES.get(name)
+    if language is None:
+        known = ", ".join(LANGUAGES)
+        raise Refused(422, f"language {name!r} is not served here; known: {known}")
+    if any(content is not None for content in body.files.values()):
+        raise Refused(422, "`files` is not supported by this server yet; send the code alone")
+    if body.fetch_files:
+        raise Refused(422, "`fetch_files` is not supported by this server yet")
+    check_size("the code", body.code, settings.max_code_bytes)
+    check_size("stdin", body.stdin, settings.max_stdin_bytes)
+    asked = body.memory_limit_MB if body.memory_limit_MB is not None else body.memory_limit_mb
+    memory = asked if asked is not None and asked > 0 else settings.default_memory_mib
+    limits = SandboxLimits(
+        time_s=min(body.run_timeout, settings.max_run_timeout_s),
+        compile_time_s=min(body.compile_timeout, settings.max_compile_timeout_s),
+        memory_mib=min(memory, settings.max_memory_mib),
+    )
+    return RunRequest(
+        language=language, program=body.code, stdin=body.stdin or "", limits=limits, debug=True
+    )
+
+
+def command_result(step: Step) -> CommandRunResult:
+    seconds = step.wall_ms / 1000
+    if step.status == "environment_error":
+        return CommandRunResult(status="Error", stderr=step.stderr)
+    if step.status == "timeout":
+        return CommandRunResult(
+            status="TimeLimitExceeded",
+            execution_time=seconds,
+            stdout=step.stdout,
+            stderr=step.stderr,
+        )
+    return CommandRunResult(
+        status="Finished",
+        execution_time=seconds,
+        return_code=step.exit_code,
+        stdout=step.stdout,
+        stderr=step.stderr,
+    )
+
+
+def response(run: ProgramRun) -> RunCodeResponse:
+    """SandboxFusion's answer for `run` (its `parse_run_status` rules)."""
+    steps = [command_result(step) for step in (run.compile, run.run) if step is not None]
+    compiled = command_result(run.compile) if run.compile is not None else None
+    ran = command_result(run.run) if run.run is not None else None
+    for step in steps:
+        if step.status == "Error":
+            return RunCodeResponse(
+                status="SandboxError",
+                message=step.stderr or "",
+                compile_result=compiled,
+                run_result=ran,
+            )
+    failed = any(
+        step.status == "TimeLimitExceeded" or (step.return_code or 0) != 0 for step in steps
+    )
+    return RunCodeResponse(
+        status="Failed" if failed else "Success",
+        message="",
+        compile_result=compiled,
+        run_result=ran,
+    )
+
+
+def routes() -> APIRouter:
+    """The SandboxFusion endpoints. They reach the sandbox through the app's `Service`
+    (`app.state.service`: its queue, its worker pool, its metrics)."""
+    router = APIRouter(tags=["sandboxfusion"])
+
+    @router.get("/v1/ping")
+    async def ping() -> str:
+        return "pong"
+
+    @router.post("/run_code", response_model=RunCodeResponse)
+    async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
+        service = request.app.state.service
+        wanted = run_request(body, service.settings)
+        request.state.log.update(language=wanted.language)
+        answer = response(await service.run_program(request, wanted))
+        service.metrics.verdict("/run_code", answer.status, answer.status == "SandboxError")
+        request.state.log.update(outcome=answer.status)
+        return answer
+
+    return router

@@ -1,0 +1,255 @@
+"""What keeps `codeloop serve` a service under load and abuse: its settings, the bearer
+token (and when it may run without one), the size limits, and the bounded queue in
+front of the sandbox.
+
+Pure Python and the ASGI protocol only: `codeloop serve --help` and the token checks
+work without FastAPI installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codeloop.errors import ConfigError
+from codeloop.sandbox.request import MAX_PROGRAM_BYTES
+
+TOKEN_ENV = "CODELOOP_SERVE_TOKEN"
+MIN_TOKEN_CHARS = 16
+OPEN_PATHS = frozenset({"/health", "/v1/ping"})
+"""Answered without a token: liveness probes of load balancers and SandboxFusion clients."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything `create_app` needs to know; `codeloop serve`'s options fill it."""
+
+    token: str | None = None
+    """The bearer token every request but OPEN_PATHS must carry; None: no auth."""
+    backend: str = "bwrap"
+    workers: int | None = None
+    """Sandbox worker processes (None: one per core)."""
+    max_in_flight: int | None = None
+    """Programs in the sandbox at once (None: as many as workers)."""
+    max_waiting: int = 64
+    """Requests that may wait for a free slot; one more is answered 504 at once."""
+    queue_timeout_s: float = 30.0
+    """How long a request may wait for a slot before it is answered 504."""
+    max_body_bytes: int = 16 << 20
+    max_code_bytes: int = MAX_PROGRAM_BYTES
+    max_stdin_bytes: int = 8 << 20
+    max_cases: int = 512
+    """Test cases of one `/v1/check`."""
+    max_check_s: float = 1800.0
+    """Longest a `/v1/check` may keep a worker: its cases times its time limit."""
+    body_timeout_s: float = 30.0
+    """How long a client may take to send its body (slow-drip clients get 408)."""
+    max_run_timeout_s: float = 60.0
+    max_compile_timeout_s: float = 120.0
+    default_memory_mib: int = 1024
+    """The memory of a `/run_code` program that asks for none (SandboxFusion: unlimited)."""
+    max_memory_mib: int = 8192
+
+    @property
+    def slots(self) -> int:
+        return self.max_in_flight or self.workers or max(1, len(os.sched_getaffinity(0)))
+
+
+# --- the token --------------------------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the server reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_token(
+    host: str, token_file: Path | None, no_auth: bool, environ: MutableMapping[str, str]
+) -> str | None:
+    """The bearer token to require (from `token_file`, else CODELOOP_SERVE_TOKEN), or None
+    with `no_auth`, which only a server bound to loopback may ask for. ConfigError for
+    every other case, saying what to do."""
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            raise ConfigError(f"--token-file {token_file}: {error.strerror or error}") from None
+        if not token:
+            raise ConfigError(f"--token-file {token_file} is empty")
+    elif environ.get(TOKEN_ENV, "").strip():
+        token = environ[TOKEN_ENV].strip()
+    if no_auth:
+        if token is not None:
+            raise ConfigError("--no-auth and a token (--token-file or $CODELOOP_SERVE_TOKEN)")
+        if not is_loopback(host):
+            raise ConfigError(
+                f"--no-auth is allowed only on a loopback address (127.0.0.1, ::1, "
+                f"localhost), not {host}: set a token to serve on the network"
+            )
+        return None
+    if token is None:
+        raise ConfigError(
+            f"codeloop serve needs a bearer token: set ${TOKEN_ENV} or give --token-file "
+            "(or, bound to loopback only, say --no-auth)"
+        )
+    if len(token) < MIN_TOKEN_CHARS or any(char.isspace() for char in token):
+        raise ConfigError(
+            f"the token must be at least {MIN_TOKEN_CHARS} characters, none of them spaces "
+            '(e.g. python -c "import secrets; print(secrets.token_urlsafe(32))")'
+        )
+    return token
+
+
+# --- errors the endpoints answer with ---------------------------------------------------
+
+
+class Refused(Exception):
+    """A request answered with `status` and a one-line JSON `detail`, before or instead of
+    any sandbox work."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def too_large(what: str, size: int, limit: int) -> Refused:
+    return Refused(413, f"{what} is {size} bytes; this server takes at most {limit}")
+
+
+def check_size(what: str, text: str | None, limit: int) -> None:
+    size = len(text.encode("utf-8")) if text else 0
+    if size > limit:
+        raise too_large(what, size, limit)
+
+
+# --- auth and the body, before any handler ----------------------------------------------
+
+
+async def send_json(send: Send, status: int, body: dict, headers: dict[str, str] | None = None):
+    data = json.dumps(body).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    raw += [(key.encode(), value.encode()) for key, value in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data})
+
+
+class Guard:
+    """ASGI middleware: the bearer token first (nothing of an unauthenticated request is
+    read), then the body, read whole up to `max_body_bytes` within `body_timeout_s`
+    (413 past the size, 408 past the time) and handed on as one message."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self.token = settings.token.encode() if settings.token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if self.token is not None and scope["path"] not in OPEN_PATHS:
+            scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+                detail = "missing or wrong bearer token (Authorization: Bearer TOKEN)"
+                await send_json(send, 401, {"detail": detail}, {"www-authenticate": "Bearer"})
+                return
+        limit = self.settings.max_body_bytes
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await send_json(
+                send, 413, {"detail": too_large("the body", int(declared), limit).detail}
+            )
+            return
+        body = bytearray()
+        deadline = time.monotonic() + self.settings.body_timeout_s
+        more = scope["method"] not in ("GET", "HEAD")
+        while more:
+            try:
+                message = await asyncio.wait_for(receive(), deadline - time.monotonic())
+            except TimeoutError:
+                seconds = self.settings.body_timeout_s
+                await send_json(
+                    send, 408, {"detail": f"the body took over {seconds:g} s to arrive"}
+                )
+                return
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > limit:
+                await send_json(
+                    send, 413, {"detail": too_large("the body", len(body), limit).detail}
+                )
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+# --- the bounded queue ------------------------------------------------------------------
+
+
+class Gate:
+    """At most `slots` requests in the sandbox at once, at most `max_waiting` waiting for
+    one, each for at most `wait_s`: beyond that `Refused(504)` (SandboxFusion's clients
+    retry a 504). Used on the event loop only."""
+
+    def __init__(self, slots: int, max_waiting: int, wait_s: float) -> None:
+        self.slots, self.max_waiting, self.wait_s = slots, max_waiting, wait_s
+        self.running = 0
+        self.waiting = 0
+        self._free = asyncio.Semaphore(slots)
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[float]:
+        """Hold a slot for the block; yields the seconds spent waiting for it."""
+        started = time.monotonic()
+        if self._free.locked() and self.waiting >= self.max_waiting:
+            raise Refused(
+                504, f"the sandbox is busy: {self.running} running, {self.waiting} waiting"
+            )
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._free.acquire(), self.wait_s)
+        except TimeoutError:
+            raise Refused(
+                504, f"the sandbox is busy: no slot came free within {self.wait_s:g} s"
+            ) from None
+        finally:
+            self.waiting -= 1
+        self.running += 1
+        try:
+            yield time.monotonic() - started
+        finally:
+            self.running -= 1
+            self._free.release()

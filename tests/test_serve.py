@@ -1,0 +1,501 @@
+"""`codeloop serve`: a real server on loopback (uvicorn on an ephemeral port), the real
+sandbox and real programs; nothing of the sandbox is mocked.
+
+SandboxFusion's `/run_code` (its status strings and null rules), the native `/v1/check`
+(the same verdict as `check_many`), and the service around them: bearer token, size
+limits, malformed bodies, the bounded queue (504), `/metrics`, the JSON access log,
+slow-drip bodies (408), and a drain on SIGTERM. Every program here runs in the sandbox's
+workers; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+
+from codeloop.errors import ConfigError  # noqa: E402
+from codeloop.sandbox import CheckRequest, ProgramRun, Step, check_many  # noqa: E402
+from codeloop.serve import fusion  # noqa: E402
+from codeloop.serve.app import create_app  # noqa: E402
+from codeloop.serve.limits import Settings, resolve_token  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+TOKEN = "serve-test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+RESPONSE_KEYS = {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
+RESULT_KEYS = {"status", "execution_time", "return_code", "stdout", "stderr"}
+SETTINGS = Settings(
+    token=TOKEN,
+    max_in_flight=2,
+    max_waiting=16,
+    queue_timeout_s=30.0,
+    max_body_bytes=256 * 1024,
+    max_code_bytes=64 * 1024,
+    max_stdin_bytes=64 * 1024,
+    body_timeout_s=1.0,
+)
+
+
+@contextlib.contextmanager
+def running(settings: Settings) -> Iterator[str]:
+    """The app for `settings` served by uvicorn on 127.0.0.1, an ephemeral port, in a
+    thread; stopped (its lifespan drained) on exit."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(create_app(settings), log_config=None, access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive(), "the server stopped while starting"
+        assert time.monotonic() < deadline, "the server did not start within 30 s"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        listener.close()
+        assert not thread.is_alive(), "the server did not stop within 60 s"
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with running(SETTINGS) as url:
+        yield url
+
+
+@pytest.fixture
+def client(base: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=base, headers=AUTH, timeout=60) as http:
+        yield http
+
+
+def run_code(client: httpx.Client, **body: object) -> dict:
+    answer = client.post("/run_code", json=body)
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    assert set(found) == RESPONSE_KEYS
+    assert found["executor_pod_name"] is None and found["files"] == {}
+    for key in ("compile_result", "run_result"):
+        assert found[key] is None or set(found[key]) == RESULT_KEYS
+    return found
+
+
+def post_in_thread(
+    base: str, body: dict, into: dict, headers: dict | None = None
+) -> threading.Thread:
+    """POST /run_code from a thread of its own (with a client of its own); the answer
+    lands in `into["answer"]`."""
+
+    def post() -> None:
+        sent = AUTH if headers is None else headers
+        with httpx.Client(base_url=base, headers=sent, timeout=60) as http:
+            into["answer"] = http.post("/run_code", json=body)
+
+    thread = threading.Thread(target=post)
+    thread.start()
+    return thread
+
+
+def wait_for(predicate, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+# --- SandboxFusion's /run_code ----------------------------------------------------------
+
+
+def test_ping_answers_pong_without_a_token(base: str) -> None:
+    answer = httpx.get(f"{base}/v1/ping", timeout=10)
+    assert answer.status_code == 200 and answer.json() == "pong"
+
+
+def test_python_echo_reads_stdin_and_succeeds(client: httpx.Client) -> None:
+    found = run_code(
+        client,
+        code="import sys\nprint(sys.stdin.read().strip()[::-1])",
+        stdin="hello\n",
+        language="python3",
+        some_field_sandboxfusion_may_add=1,  # unknown fields are ignored
+    )
+    assert found["status"] == "Success" and found["message"] == ""
+    assert found["compile_result"] is None  # no compile step: null, as SandboxFusion
+    run = found["run_result"]
+    assert run["status"] == "Finished" and run["return_code"] == 0
+    assert run["stdout"] == "olleh\n" and run["stderr"] == ""
+    assert 0 < run["execution_time"] < 10
+
+
+def test_language_defaults_to_python(client: httpx.Client) -> None:
+    found = run_code(client, code="print(6 * 7)")
+    assert found["status"] == "Success" and found["run_result"]["stdout"] == "42\n"
+
+
+def test_a_runtime_error_fails_with_its_exit_status(client: httpx.Client) -> None:
+    found = run_code(client, code="print('before')\n1 / 0\n")
+    assert found["status"] == "Failed" and found["message"] == ""
+    run = found["run_result"]
+    # SandboxFusion: the program ran to its end (Finished) with a non-zero return code;
+    # `Error` is kept for the sandbox's own failures.
+    assert run["status"] == "Finished" and run["return_code"] == 1
+    assert run["stdout"] == "before\n" and "ZeroDivisionError" in run["stderr"]
+
+
+def test_a_program_past_its_run_timeout_is_time_limit_exceeded(client: httpx.Client) -> None:
+    found = run_code(
+        client, code="print('started', flush=True)\nwhile True:\n    pass\n", run_timeout=1
+    )
+    assert found["status"] == "Failed"
+    run = found["run_result"]
+    assert run["status"] == "TimeLimitExceeded" and run["return_code"] is None
+    assert run["stdout"] == "started\n" and isinstance(run["stderr"], str)
+    assert 0.9 <= run["execution_time"] < 6
+
+
+def test_a_cpp_compile_error_fails_in_compile_result(client: httpx.Client) -> None:
+    found = run_code(client, code="int main() { return 0 }\n", language="cpp")
+    assert found["status"] == "Failed"
+    compiled = found["compile_result"]
+    assert compiled["status"] == "Finished" and compiled["return_code"] != 0
+    assert "error" in compiled["stderr"] and compiled["stdout"] == ""
+    assert found["run_result"] is None  # never run, as SandboxFusion
+
+
+def test_a_cpp_program_compiles_and_runs(client: httpx.Client) -> None:
+    code = '#include <cstdio>\nint main() { int x; scanf("%d", &x); printf("%d\\n", 2 * x); }\n'
+    found = run_code(client, code=code, language="cpp", stdin="21")
+    assert found["status"] == "Success"
+    assert found["compile_result"]["status"] == "Finished"
+    assert found["compile_result"]["return_code"] == 0
+    assert found["run_result"]["stdout"] == "42\n"
+
+
+def test_rust_is_a_debug_build_and_java_runs_with_assertions(client: httpx.Client) -> None:
+    rust = (
+        "fn main() { let mut s = String::new(); std::io::stdin().read_line(&mut s).unwrap();"
+        ' let x: i32 = s.trim().parse().unwrap(); println!("{}", x + 1); }\n'
+    )
+    found = run_code(client, code=rust, language="rust", stdin="2147483647")
+    assert found["status"] == "Failed", found  # overflow checks on: a panic, not a wrap
+    assert found["run_result"]["return_code"] == 101
+    assert "overflow" in found["run_result"]["stderr"]
+    java = (
+        "public class Main { public static void main(String[] a) {\n"
+        '  assert 1 > 2 : "assertions are on"; System.out.println("off"); } }\n'
+    )
+    found = run_code(client, code=java, language="java")
+    assert found["status"] == "Failed", found
+    assert "assertions are on" in found["run_result"]["stderr"]
+
+
+def test_an_unknown_language_is_a_clear_422(client: httpx.Client) -> None:
+    answer = client.post("/run_code", json={"code": "print(1)", "language": "cobol"})
+    assert answer.status_code == 422
+    detail = answer.json()["detail"]
+    assert "'cobol'" in detail and "python" in detail and "nodejs" in detail
+
+
+def test_files_are_refused_until_supported(client: httpx.Client) -> None:
+    answer = client.post("/run_code", json={"code": "print(1)", "files": {"a.txt": "eA=="}})
+    assert answer.status_code == 422 and "files" in answer.json()["detail"]
+    empty = run_code(client, code="print(1)", files={}, fetch_files=[])  # verl's shape
+    assert empty["status"] == "Success"
+
+
+def test_a_sandbox_error_is_sandbox_error_with_its_message() -> None:
+    """The null rules of a step the sandbox could not carry out (a toolchain missing, a
+    worker dead twice): such runs cannot be made on purpose here, so the mapping is
+    checked on the ProgramRun the sandbox hands back for them."""
+    broken = ProgramRun(run=Step(status="environment_error", stderr="bubblewrap is missing"))
+    found = fusion.response(broken).model_dump(mode="json")
+    assert found["status"] == "SandboxError" and found["message"] == "bubblewrap is missing"
+    assert found["run_result"] == {
+        "status": "Error",
+        "execution_time": None,
+        "return_code": None,
+        "stdout": None,
+        "stderr": "bubblewrap is missing",
+    }
+    timed_out = ProgramRun(compile=Step(status="timeout", wall_ms=2000.0))
+    found = fusion.response(timed_out).model_dump(mode="json")
+    assert found["status"] == "Failed" and found["run_result"] is None
+    assert found["compile_result"]["status"] == "TimeLimitExceeded"
+    assert found["compile_result"]["execution_time"] == 2.0
+
+
+# --- the native /v1/check ---------------------------------------------------------------
+
+
+def test_v1_check_gives_check_many_s_verdict(client: httpx.Client) -> None:
+    cases = [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}]
+    requests = [
+        CheckRequest(language="python", program="print(int(input()) * 2)", cases=cases),
+        CheckRequest(language="python", program="print(int(input()) + 2)", cases=cases),
+        CheckRequest(language="cpp", program="int main() { return 0 }", cases=cases),
+        CheckRequest(
+            language="python",
+            program="def add(a, b):\n    return a + b\n",
+            test="def check(candidate):\n    assert candidate(1, 2) == 3\n\ncheck(add)\n",
+            entry_point="add",
+        ),
+    ]
+    direct = check_many(requests)
+    for request, expected in zip(requests, direct, strict=True):
+        answer = client.post("/v1/check", json=request.model_dump(mode="json"))
+        assert answer.status_code == 200, answer.text
+        found = answer.json()
+        assert found["passed"] == expected.passed
+        for key in ("status", "feedback", "cases_passed", "cases_total", "task_error", "backend"):
+            assert found[key] == getattr(expected, key), key
+    assert [check.status for check in direct] == [
+        "passed",
+        "wrong_answer",
+        "compile_error",
+        "passed",
+    ]
+
+
+def test_v1_check_refuses_what_it_cannot_check(client: httpx.Client) -> None:
+    nothing = client.post("/v1/check", json={"language": "python", "program": "print(1)"})
+    assert nothing.status_code == 422 and "at least one test case" in nothing.json()["detail"]
+    slow = {
+        "language": "python",
+        "program": "print(1)",
+        "cases": [{"input": "", "output": "1"}],
+        "limits": {"time_s": 3600},
+    }
+    answer = client.post("/v1/check", json=slow)
+    assert answer.status_code == 422 and "limits.time_s" in answer.json()["detail"]
+
+
+# --- auth, sizes, bodies ----------------------------------------------------------------
+
+
+def test_a_missing_or_wrong_token_is_401(base: str) -> None:
+    body = {"code": "print(1)"}
+    missing = httpx.post(f"{base}/run_code", json=body, timeout=10)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    assert "bearer token" in missing.json()["detail"]
+    wrong = httpx.post(
+        f"{base}/run_code", json=body, headers={"Authorization": "Bearer nope"}, timeout=10
+    )
+    assert wrong.status_code == 401
+    assert httpx.get(f"{base}/metrics", timeout=10).status_code == 401
+    lower = {"Authorization": f"bearer {TOKEN}"}  # the scheme is case-insensitive
+    assert httpx.get(f"{base}/metrics", headers=lower, timeout=10).status_code == 200
+    assert httpx.get(f"{base}/health", timeout=10).status_code == 200
+
+
+def test_oversize_bodies_code_and_stdin_are_413(client: httpx.Client) -> None:
+    huge = client.post("/run_code", json={"code": "#" * (300 * 1024)})
+    assert huge.status_code == 413 and "at most 262144" in huge.json()["detail"]
+    code = client.post("/run_code", json={"code": "#" * (100 * 1024)})
+    assert code.status_code == 413 and code.json()["detail"].startswith("the code is")
+    stdin = client.post("/run_code", json={"code": "print(1)", "stdin": "1" * (100 * 1024)})
+    assert stdin.status_code == 413 and stdin.json()["detail"].startswith("stdin is")
+    assert run_code(client, code="print('still serving')")["status"] == "Success"
+
+
+def test_malformed_json_is_400_and_the_server_keeps_serving(client: httpx.Client) -> None:
+    headers = {"Content-Type": "application/json"}
+    broken = client.post("/run_code", content=b'{"code": "print(1)",', headers=headers)
+    assert broken.status_code == 400 and "not valid JSON" in broken.json()["detail"]
+    binary = client.post("/run_code", content=bytes(range(256)) * 8, headers=headers)
+    assert 400 <= binary.status_code < 500
+    wrong_shape = client.post("/run_code", json=["print(1)"])
+    assert wrong_shape.status_code == 422
+    no_code = client.post("/run_code", json={"language": "python"})
+    assert no_code.status_code == 422 and "code" in no_code.json()["detail"]
+    form = client.post(
+        "/run_code", content=b"code=print(1)", headers={"Content-Type": "text/plain"}
+    )
+    assert form.status_code == 415 and "application/json" in form.json()["detail"]
+    assert run_code(client, code="print('still serving')")["status"] == "Success"
+
+
+def test_a_slow_drip_body_is_cut_off_with_408(base: str) -> None:
+    port = int(base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        raw.sendall(
+            b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n".encode()
+            + b'{"code":'
+        )
+        started = time.monotonic()
+        reply = raw.recv(4096)  # nothing more is sent: the server must give up, not wait
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:100]
+    assert time.monotonic() - started < 8
+
+
+# --- the bounded queue ------------------------------------------------------------------
+
+
+def test_overload_beyond_the_queue_is_504_and_then_served_again() -> None:
+    tiny = Settings(token=TOKEN, max_in_flight=1, max_waiting=1, queue_timeout_s=0.5)
+    with running(tiny) as url, httpx.Client(base_url=url, headers=AUTH, timeout=60) as http:
+        held: dict[str, httpx.Response] = {}
+        waited: dict[str, httpx.Response] = {}
+
+        def health() -> dict:
+            return http.get("/health").json()
+
+        slow = {"code": "import time\ntime.sleep(2.5)\nprint('held')"}
+        holder = post_in_thread(url, slow, held)
+        try:
+            wait_for(lambda: health()["running"] == 1)
+            waiter = post_in_thread(url, {"code": "1"}, waited)
+            wait_for(lambda: health()["waiting"] == 1 or "answer" in waited)
+            full = http.post("/run_code", json={"code": "print(1)"})  # the queue is full
+            waiter.join(timeout=30)
+        finally:
+            holder.join(timeout=60)
+        assert full.status_code == 504 and "busy" in full.json()["detail"]
+        assert full.headers["retry-after"] == "1"
+        timed_out = waited["answer"]  # waited 0.5 s for the slot, then gave up
+        assert timed_out.status_code == 504 and "within 0.5 s" in timed_out.json()["detail"]
+        answer = held["answer"].json()
+        assert answer["status"] == "Success" and answer["run_result"]["stdout"] == "held\n"
+        # the time of the run, not of the queue
+        assert 2.4 <= answer["run_result"]["execution_time"] < 10
+        assert run_code(http, code="print('served again')")["status"] == "Success"
+        metrics = http.get("/metrics").text
+        assert 'codeloop_serve_requests_total{endpoint="/run_code",code="504"} 2' in metrics
+
+
+# --- metrics and logs -------------------------------------------------------------------
+
+
+def counter(text: str, name: str, **labels: str) -> float:
+    wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    found = re.search(rf"^{re.escape(name)}{{{re.escape(wanted)}}} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_metrics_count_requests_verdicts_and_latency(client: httpx.Client) -> None:
+    before = client.get("/metrics").text
+    run_code(client, code="print(1)")
+    run_code(client, code="raise SystemExit(2)")
+    response = client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    after = response.text
+    requests = "codeloop_serve_requests_total"
+    labels = {"endpoint": "/run_code", "code": "200"}
+    assert counter(after, requests, **labels) - counter(before, requests, **labels) == 2
+    verdicts = "codeloop_serve_verdicts_total"
+    for status in ("Success", "Failed"):
+        labels = {"endpoint": "/run_code", "status": status}
+        assert counter(after, verdicts, **labels) - counter(before, verdicts, **labels) == 1
+    histogram = "codeloop_serve_request_seconds_count"
+    labels = {"endpoint": "/run_code"}
+    assert counter(after, histogram, **labels) - counter(before, histogram, **labels) == 2
+    assert 'codeloop_serve_request_seconds_bucket{endpoint="/run_code",le="+Inf"}' in after
+    for gauge in ("codeloop_serve_queue_depth", "codeloop_serve_in_flight"):
+        assert re.search(rf"^{gauge} \d", after, re.M), gauge
+    assert "# TYPE codeloop_serve_environment_errors_total counter" in after
+
+
+def test_each_request_logs_one_json_line(
+    client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="codeloop.serve.access")
+    answer = client.post("/run_code", json={"code": "print(1)", "language": "python"})
+    identity = answer.headers["x-request-id"]
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("access")]
+    line = next(item for item in lines if item["id"] == identity)
+    assert line["event"] == "request" and line["path"] == "/run_code"
+    assert line["status"] == 200 and line["outcome"] == "Success"
+    assert line["language"] == "python" and line["ms"] >= 0 and "queue_ms" in line
+
+
+# --- the command: tokens, and a drain on SIGTERM ----------------------------------------
+
+
+def test_a_token_is_required_unless_loopback_and_no_auth(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="needs a bearer token"):
+        resolve_token("127.0.0.1", None, False, {})
+    with pytest.raises(ConfigError, match="loopback"):
+        resolve_token("0.0.0.0", None, True, {})
+    with pytest.raises(ConfigError, match="at least 16"):
+        resolve_token("0.0.0.0", None, False, {"CODELOOP_SERVE_TOKEN": "short"})
+    assert resolve_token("127.0.0.1", None, True, {}) is None
+    assert resolve_token("::1", None, True, {}) is None
+    assert resolve_token("0.0.0.0", None, False, {"CODELOOP_SERVE_TOKEN": TOKEN}) == TOKEN
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    assert resolve_token("10.0.0.1", token_file, False, {}) == TOKEN
+    with pytest.raises(ConfigError, match="--no-auth and a token"):
+        resolve_token("127.0.0.1", token_file, True, {})
+    environ = {key: value for key, value in os.environ.items() if key != "CODELOOP_SERVE_TOKEN"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "codeloop", "serve", "--host", "0.0.0.0", "--no-auth"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert refused.returncode == 1 and "loopback" in refused.stderr
+
+
+def test_sigterm_lets_the_running_request_finish() -> None:
+    environ = {key: value for key, value in os.environ.items() if key != "CODELOOP_SERVE_TOKEN"}
+    command = [sys.executable, "-m", "codeloop", "serve", "--port", "0", "--no-auth"]
+    process = subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=environ
+    )
+    lines: list[str] = []
+    try:
+        assert process.stderr is not None
+        url = None
+        deadline = time.monotonic() + 60
+        while url is None and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            assert line, f"the server exited: {lines}"
+            lines.append(line)
+            found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            url = found.group(1) if found else None
+        assert url is not None
+        reader = threading.Thread(target=lambda: lines.extend(process.stderr))  # type: ignore[arg-type]
+        reader.start()
+        with httpx.Client(base_url=url, timeout=60) as http:
+            wait_for(lambda: b"pong" in http.get("/v1/ping").content, 30)
+            done: dict[str, httpx.Response] = {}
+            code = "import time\ntime.sleep(2)\nprint('finished after SIGTERM')"
+            slow = post_in_thread(url, {"code": code}, done, headers={})
+            wait_for(lambda: http.get("/health").json()["running"] == 1, 30)
+            process.send_signal(signal.SIGTERM)
+            slow.join(timeout=60)
+        answer = done["answer"]
+        assert answer.status_code == 200
+        assert answer.json()["run_result"]["stdout"] == "finished after SIGTERM\n"
+        # uvicorn ends the process by the signal it drained for, once drained
+        assert process.wait(timeout=60) in (0, -signal.SIGTERM)
+        reader.join(timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    records = [json.loads(line) for line in lines if line.strip()]  # every line is JSON
+    assert any(record.get("message") == "drained: no request in the sandbox" for record in records)
+    assert any(record.get("path") == "/run_code" and record["status"] == 200 for record in records)
