@@ -29,7 +29,9 @@ test: setup-test
 test-fast: setup-test
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
+# The guard's stated error rates (the preset's "# guard:" lines, docs/GUARD.md) first.
 demo: setup-demo
+	@sed -n 's/^# guard: \{0,1\}//p' codeloop/presets/cpu-demo.toml
 	$(VENV)/bin/codeloop run --preset cpu-demo
 	$(VENV)/bin/codeloop report
 
