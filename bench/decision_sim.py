@@ -13,8 +13,9 @@ as two nearby adapters often write under the same seed) and draws its own otherw
 and passes when its U < q. Greedy answers are draws of the same kind (their own rho).
 
 Profiles (where p comes from):
-  cpu-demo   measured: every task's parent sample pass rate on a real cpu-demo round,
-             and the measured rho, from bench/guard_inputs.py's JSON (--inputs).
+  cpu-demo   measured: p ~ the Beta fitted to the parent's samples of every audit task
+             of a real cpu-demo round, and the measured rho, from bench/guard_inputs.py's
+             JSON (--inputs); see `cpu_demo`.
   gpu        stated: p ~ Beta(0.6, 0.4) per task (mean 0.6, U-shaped: a code model
              mostly always or never solves a task), near the published pass@1 of 1.5B
              instruction-tuned coders on HumanEval and MultiPL-E, on the gpu preset's
@@ -68,22 +69,32 @@ class Profile:
     rho_greedy: float
 
 
+def cpu_demo(data: dict[str, Any], rng: np.random.Generator) -> Profile:
+    """cpu-demo's profile from bench/guard_inputs.py's measurements: the audit's per-task
+    p drawn from the Beta fitted to the parent's samples on every audit task; the
+    validation's from a Beta of the same concentration (a + b) at the parent's greedy
+    validation pass rate (the validation set is sampled on its flips only); rho, the
+    share of same-seed sample pairs whose texts were the same (a shared draw for sure;
+    answers that differ may still agree in outcome, so this errs towards less sharing)."""
+    audit, validation = data["audit"], data["validation"]
+    fit = audit["profile"]
+    if fit is None:
+        raise SystemExit("the measured audit has no fitted profile (was every task sampled?)")
+    total = fit["a"] + fit["b"]
+    mean = validation["greedy_pass_rate"][0]
+    return Profile(
+        "cpu-demo",
+        rng.beta(fit["a"], fit["b"], audit["tasks"]),
+        rng.beta(mean * total, (1 - mean) * total, validation["tasks"]),
+        audit["sample_same_text"],
+        audit["greedy_same_text"],
+    )
+
+
 def profiles(inputs: Path | None, seed: int) -> list[Profile]:
     """The stated gpu profiles, and cpu-demo's measured one when `inputs` is given."""
     rng = np.random.default_rng(seed)
-    found = []
-    if inputs is not None:
-        data = json.loads(inputs.read_text())
-        rho = max(0.0, min(1.0, data["audit"]["outcome_correlation"] or 0.0))
-        found.append(
-            Profile(
-                "cpu-demo",
-                np.array(data["audit"]["parent_rates"]),
-                np.array(data["validation"]["parent_rates"]),
-                rho,
-                data["audit"]["greedy_same_text"],
-            )
-        )
+    found = [cpu_demo(json.loads(inputs.read_text()), rng)] if inputs is not None else []
     measured = found[0].rho if found else 0.5
     measured_greedy = found[0].rho_greedy if found else 0.5
     for name, a, b in (("gpu", 0.6, 0.4), ("gpu-flat", 1.0, 1.0)):
@@ -129,6 +140,7 @@ EFFECTS = {
     "neutral": shift(0),
     "shift +1": shift(1),
     "shift +3": shift(3),
+    "shift +4": shift(4),
     "shift +5": shift(5),
     "shift +10": shift(10),
     "halved": scale(0.5),
@@ -227,23 +239,30 @@ def oc_point(
 # -- the rules compared ----------------------------------------------------------------------
 
 
-def audit_rules() -> dict[str, AuditConfig]:
+def audit_rules(profile: str) -> dict[str, AuditConfig]:
+    """The audit rules compared on a profile: the old ones, and the paired rule at the
+    sample counts and margins its preset can afford."""
     rules = {
         "strict": AuditConfig(rule="strict"),
         "confirmed k8": AuditConfig(rule="confirmed", confirm_samples=8),
     }
-    for k in (2, 4, 8):
-        rules[f"paired k{k} m2"] = AuditConfig(rule="paired", confirm_samples=k, margin=0.02)
-    rules["paired k4 m3"] = AuditConfig(rule="paired", confirm_samples=4, margin=0.03)
+    grid = [(2, 2), (4, 2), (8, 2)] if profile.startswith("gpu") else [
+        (4, 3), (4, 4), (4, 5), (8, 3), (8, 4), (8, 5)
+    ]  # fmt: skip
+    for k, margin in grid:
+        rules[f"paired k{k} m{margin}"] = AuditConfig(
+            rule="paired", confirm_samples=k, margin=margin / 100
+        )
     return rules
 
 
-def gate_rules() -> dict[str, GateConfig]:
+def gate_rules(profile: str) -> dict[str, GateConfig]:
+    """The gate rules compared on a profile (greedy, greedy + samples of the flips, paired)."""
     rules = {
         "greedy": GateConfig(),
         "greedy+confirm k8": GateConfig(confirm_samples=8),
     }
-    for k in (4, 8, 16, 24):
+    for k in (8, 16, 32) if profile.startswith("gpu") else (2, 4, 8):
         rules[f"paired k{k}"] = GateConfig(rule="paired", confirm_samples=k)
     return rules
 
@@ -255,7 +274,15 @@ def table(kind: str, rules: dict[str, Any], profile: Profile, rho: float, reps: 
         if kind == "audit"
         else {
             name: EFFECTS[name]
-            for name in ("shift -3", "neutral", "shift +1", "shift +3", "shift +5", "shift +10")
+            for name in (
+                "shift -3",
+                "neutral",
+                "shift +1",
+                "shift +3",
+                "shift +4",
+                "shift +5",
+                "shift +10",
+            )
         }
     )
     results: dict[str, dict[str, Any]] = {}
@@ -300,7 +327,10 @@ def main() -> None:
         if args.profiles and profile.name not in args.profiles:
             continue
         for rho in sorted({profile.rho, 0.0}, reverse=True):
-            for kind, rules in (("gate", gate_rules()), ("audit", audit_rules())):
+            for kind, rules in (
+                ("gate", gate_rules(profile.name)),
+                ("audit", audit_rules(profile.name)),
+            ):
                 found, results = table(kind, rules, profile, rho, args.reps, args.seed)
                 lines += [*found, ""]
                 everything[f"{profile.name} rho {rho:.2f} {kind}"] = results
