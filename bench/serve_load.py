@@ -55,6 +55,7 @@ from results import record
 
 from codeloop.sandbox import run_program
 from codeloop.sandbox import shutdown as shutdown_pool
+from codeloop.sandbox.reaping import descendants
 from codeloop.serve.fusion import RunCodeRequest, response, run_request
 from codeloop.serve.limits import Settings
 
@@ -186,26 +187,6 @@ def make_problems(count: int, seed: int) -> list[Job]:
 # --- the server ------------------------------------------------------------------------
 
 
-def tree(pid: int) -> list[int]:
-    """`pid`'s descendants now (their pids)."""
-    children = collections.defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children[parent].append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def rss_kib(pid: int) -> int:
     try:
         with open(f"/proc/{pid}/status") as handle:
@@ -228,7 +209,7 @@ def cpu_s(pid: int) -> float:
 
 def memory(pid: int) -> tuple[float, float, int]:
     """RSS of the server and of its descendants (MiB; shared pages counted in each)."""
-    others = tree(pid)
+    others = descendants(pid)
     return rss_kib(pid) / 1024, sum(rss_kib(child) for child in others) / 1024, len(others)
 
 

@@ -26,6 +26,7 @@ from codeloop.evaluate.stdio import stdio_problems
 from codeloop.evaluate.suites import suite_tasks
 from codeloop.sandbox import CheckRequest
 from codeloop.sandbox.pool import WorkerPool, get_pool
+from codeloop.sandbox.reaping import descendants
 from tests.support.loop_fixtures import fence
 
 pytestmark = pytest.mark.timeout(600)
@@ -59,28 +60,9 @@ SLOW_DOUBLE = "import time\nn = int(input())\ntime.sleep(2)\nprint(2 * n)\n"
 DOUBLE_CASES = [{"input": "21\n", "output": "42\n"}]
 
 
-def _descendants(pid: int) -> list[int]:
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        parents.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        children = parents.get(todo.pop(), [])
-        found += children
-        todo += children
-    return found
-
-
 def _running(pid: int, marker: str) -> bool:
     """Whether a process under `pid` runs a command line containing `marker`."""
-    for child in _descendants(pid):
+    for child in descendants(pid):
         try:
             with open(f"/proc/{child}/cmdline", "rb") as handle:
                 if marker.encode() in handle.read():

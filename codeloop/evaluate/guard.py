@@ -99,8 +99,8 @@ def paired_estimate(parent: Passes, candidate: Passes, ids: list[str]) -> Paired
         candidate_rates.append(sum(c) / len(c))
         differences.append(candidate_rates[-1] - parent_rates[-1])
         pairs += len(p)
-        parent_only += sum(a and not b for a, b in zip(p, c, strict=True))
-        candidate_only += sum(b and not a for a, b in zip(p, c, strict=True))
+        worse, better = _discordant(list(zip(p, c, strict=True)))
+        parent_only, candidate_only = parent_only + worse, candidate_only + better
     n = len(ids)
     mean = sum(differences) / n
     spread = sum((d - mean) ** 2 for d in differences) / (n - 1) if n > 1 else 0.0
@@ -114,6 +114,21 @@ def paired_estimate(parent: Passes, candidate: Passes, ids: list[str]) -> Paired
         parent_only=parent_only,
         candidate_only=candidate_only,
     )
+
+
+def _discordant(pairs: list[tuple[bool, bool]]) -> tuple[int, int]:
+    """(parent alone passed, candidate alone passed) over (parent, candidate) pairs."""
+    return sum(p and not c for p, c in pairs), sum(c and not p for p, c in pairs)
+
+
+def _paired_evidence(rule: GateConfig | AuditConfig, estimate: PairedEstimate) -> dict:
+    """What a paired rule records: its settings and the estimate with its lower bound."""
+    return {
+        "rule": "paired",
+        "samples": rule.confirm_samples,
+        "temperature": rule.confirm_temperature,
+        **estimate.to_json(rule.confirm_alpha),
+    }
 
 
 # -- the gate --------------------------------------------------------------------------------
@@ -153,8 +168,8 @@ def _gate_flips(rule: GateConfig, comparison: dict[str, Any], sides: dict[str, P
     parent_only = candidate_only = 0
     for task_id in [*comparison["gained_ids"], *comparison["lost_ids"]]:
         pairs = list(zip(sides["parent"][task_id], sides["candidate"][task_id], strict=True))
-        parent_only += sum(p and not c for p, c in pairs)
-        candidate_only += sum(c and not p for p, c in pairs)
+        worse, better = _discordant(pairs)
+        parent_only, candidate_only = parent_only + worse, candidate_only + better
         tasks.append(
             {
                 "id": task_id,
@@ -192,12 +207,7 @@ def gate_verdict(
     if rule.rule == "paired":
         wanted = gate_sample_ids(rule, comparison, ids or [])
         estimate = paired_estimate(sides["parent"], sides["candidate"], wanted)
-        evidence = {
-            "rule": "paired",
-            "samples": rule.confirm_samples,
-            "temperature": rule.confirm_temperature,
-            **estimate.to_json(rule.confirm_alpha),
-        }
+        evidence = _paired_evidence(rule, estimate)
         lower = estimate.lower(rule.confirm_alpha)
         evidence["confirmed"] = promising = estimate.tasks > 0 and lower > 0
         reasons = [] if promising else [_paired_gate_reason(estimate, rule.confirm_alpha)]
@@ -253,8 +263,7 @@ def _audit_flips(rule: AuditConfig, comparison: dict[str, Any], sides: dict[str,
         lost = task_id in comparison["lost_ids"]
         pairs = list(zip(sides["parent"][task_id], sides["candidate"][task_id], strict=True))
         pairs.append((lost, not lost))  # the greedy answers are a pair too
-        worse = sum(p and not c for p, c in pairs)
-        better = sum(c and not p for p, c in pairs)
+        worse, better = _discordant(pairs)
         parent_only, candidate_only = parent_only + worse, candidate_only + better
         p = one_sided_p(worse, better) if lost else one_sided_p(better, worse)
         tasks.append(
@@ -304,14 +313,7 @@ def audit_verdict(
         )
         lower = estimate.lower(rule.confirm_alpha)
         clean = estimate.tasks > 0 and lower > -rule.margin
-        evidence = {
-            "rule": "paired",
-            "samples": rule.confirm_samples,
-            "temperature": rule.confirm_temperature,
-            "margin": rule.margin,
-            **estimate.to_json(rule.confirm_alpha),
-            "worse": not clean,
-        }
+        evidence = {**_paired_evidence(rule, estimate), "margin": rule.margin, "worse": not clean}
         return clean, evidence
     evidence = _audit_flips(rule, comparison, sides)
     return not evidence["lost_ids"] and not evidence["pooled_worse"], evidence

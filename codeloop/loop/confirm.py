@@ -31,7 +31,7 @@ from codeloop.loop.collect import Collector, check_answers
 from codeloop.loop.common import Round
 from codeloop.tasks.schema import Task
 
-__all__ = ["evidence", "gate_evidence", "one_sided_p", "sample", "saved_passes"]
+__all__ = ["evidence", "one_sided_p", "sample", "saved_passes"]
 
 SEED_OFFSET = 1000
 """Confirmation sample i uses sample index SEED_OFFSET + i: other seeds than collect's."""
@@ -160,14 +160,6 @@ def saved_passes(r: Round, name: str, ids: list[str]) -> dict[str, dict[str, lis
             raise IntegrityError(f"{path}: {short[0]} has not {samples} samples")
         saved[side] = {row["id"]: row["passes"] for row in data["rows"]}
     return saved
-
-
-def gate_evidence(r: Round, greedy: dict[str, Any]) -> dict[str, Any] | None:
-    """The gate rule's sample evidence from the saved rows only (None: none needed)."""
-    rule = r.config.gate
-    ids = [task["id"] for task in r.assigned["validation"]]
-    sides = saved_passes(r, GATE, guard.gate_sample_ids(rule, greedy, ids))
-    return guard.gate_verdict(rule, greedy, sides, ids)[2]
 
 
 def evidence(r: Round, greedy: dict[str, Any], ids: list[str] | None = None) -> dict[str, Any]:

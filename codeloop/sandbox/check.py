@@ -148,7 +148,7 @@ class Sandbox:
         build = language.compile_argv(limits.memory_mib)
         argv = language.run_argv(limits.memory_mib)
         if request.debug:
-            build, argv = debug_build(language.name, build, argv)
+            build, argv = language.debug_build(build, argv)
         files = {language.source: request.program.encode("utf-8")}
         box = harness.prepare_box(self.scratch, self.backend.compile_uid)
         try:
@@ -294,19 +294,6 @@ class Sandbox:
             cases_total=len(request.cases),
             backend=self.backend.name,
         )
-
-
-def debug_build(
-    language: str, build: list[str] | None, argv: list[str]
-) -> tuple[list[str] | None, list[str]]:
-    """A stdio program's compile and run commands with the runtime checks SandboxFusion
-    keeps on: Rust without `-O` (a debug build: overflow checks, debug assertions), Java
-    with assertions (`-ea`). Other languages' commands are returned as they are."""
-    if language == "rust" and build is not None:
-        build = [part for part in build if part != "-O"]
-    if language == "java":
-        argv = [argv[0], "-ea", *argv[1:]]
-    return build, argv
 
 
 def _compile_step(failed: Check | None, compile_ms: float) -> Step:

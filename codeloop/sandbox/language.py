@@ -68,6 +68,12 @@ class Language:
     canary: str = ""
     """A known-good program: when a compile fails, compiling this tells a broken
     toolchain or sandbox (an environment error, never cached) from a bad source."""
+    aliases: tuple[str, ...] = ()
+    """Other names clients send for this language (SandboxFusion's `nodejs`, `python3`)."""
+    debug_compile_without: tuple[str, ...] = ()
+    """Compile flags a debug build leaves out (Rust's `-O`: overflow checks stay on)."""
+    debug_run_with: tuple[str, ...] = ()
+    """Run flags a debug build adds after the runtime's path (Java's `-ea`: asserts on)."""
 
     def run_argv(self, memory_mib: int) -> list[str]:
         return [part.format(box=BOX, mem=memory_mib) for part in self.run]
@@ -76,6 +82,16 @@ class Language:
         if self.compile is None:
             return None
         return [part.format(box=BOX, mem=memory_mib) for part in self.compile]
+
+    def debug_build(
+        self, build: list[str] | None, argv: list[str]
+    ) -> tuple[list[str] | None, list[str]]:
+        """The compile and run commands with the runtime checks a debug build keeps on."""
+        if build is not None:
+            build = [part for part in build if part not in self.debug_compile_without]
+        if self.debug_run_with:
+            argv = [argv[0], *self.debug_run_with, *argv[1:]]
+        return build, argv
 
     def missing_tools(self) -> list[str]:
         return [tool for tool in self.tools if not os.path.exists(tool)]

@@ -76,9 +76,9 @@ def keep_child(pid: int, kept: bool = True) -> None:
         _long_lived.discard(pid)
 
 
-def _children() -> set[int]:
-    """This process's children, from /proc (the kernel here may not list them per task)."""
-    me, found = os.getpid(), set()
+def _parents() -> dict[int, int]:
+    """Every process's parent, from /proc: pid -> ppid."""
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -88,8 +88,26 @@ def _children() -> set[int]:
         except OSError:
             continue
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me:
-            found.add(int(entry))
+        found[int(entry)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
+    return found
+
+
+def _children() -> set[int]:
+    """This process's children, from /proc (the kernel here may not list them per task)."""
+    me = os.getpid()
+    return {pid for pid, parent in _parents().items() if parent == me}
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` now (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
     return found
 
 

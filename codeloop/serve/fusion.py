@@ -25,24 +25,17 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.config import SandboxLimits
+from codeloop.sandbox.languages import LANGUAGES as HOME_LANGUAGES
 from codeloop.sandbox.request import ProgramRun, RunRequest, Step
 from codeloop.serve.limits import Refused, Settings, check_size
 
 LANGUAGES: dict[str, str] = {
-    "python": "python",
-    "python3": "python",
-    "cpp": "cpp",
-    "c": "c",
-    "nodejs": "javascript",
-    "javascript": "javascript",
-    "js": "javascript",
-    "typescript": "typescript",
-    "ts": "typescript",
-    "java": "java",
-    "rust": "rust",
-    "go": "go",
+    name: language.name
+    for language in HOME_LANGUAGES.values()
+    for name in (language.name, *language.aliases)
 }
-"""SandboxFusion's language names (and the aliases its clients send) -> codeloop's."""
+"""SandboxFusion's language names (and the aliases its clients send) -> codeloop's, from
+each language home's name and `aliases`."""
 
 
 class RunCodeRequest(BaseModel):
@@ -50,7 +43,7 @@ class RunCodeRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
     code: str
-    language: str | None = "python"
+    language: str | None = "python"  # SandboxFusion's own default, part of its API
     stdin: str | None = None
     compile_timeout: float = Field(10, gt=0)
     run_timeout: float = Field(10, gt=0)

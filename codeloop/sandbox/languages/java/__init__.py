@@ -26,6 +26,7 @@ from codeloop.sandbox.testbuild import (
 _JVM_FAST = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
 
 LANGUAGE = Language(
+    debug_run_with=("-ea",),
     name="java",
     canary=(
         "public class Main {\n"

@@ -20,6 +20,7 @@ from codeloop.sandbox.testbuild import (
 )
 
 LANGUAGE = Language(
+    aliases=("nodejs", "js"),
     name="javascript",
     source="main.js",
     run=("/usr/bin/node", "--max-old-space-size={mem}", "{box}/main.js"),

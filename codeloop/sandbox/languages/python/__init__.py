@@ -13,6 +13,7 @@ from codeloop.sandbox.languages.python.trivial import trivial_programs as trivia
 from codeloop.sandbox.testbuild import PIPES, BuildHost, TestBuild, TestContext, make_nonce, vacuous
 
 LANGUAGE = Language(
+    aliases=("python3",),
     name="python",
     source="main.py",
     run=("/usr/bin/python3", "-S", "-E", "-B", "{box}/main.py"),

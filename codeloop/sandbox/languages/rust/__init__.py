@@ -31,6 +31,7 @@ from codeloop.sandbox.testbuild import (
 )
 
 LANGUAGE = Language(
+    debug_compile_without=("-O",),
     name="rust",
     canary='fn main() { println!("1"); }\n',
     source="main.rs",

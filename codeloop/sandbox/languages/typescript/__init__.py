@@ -5,6 +5,7 @@ from __future__ import annotations
 from codeloop.sandbox.language import NODE_MODULES, Language
 
 LANGUAGE = Language(
+    aliases=("ts",),
     name="typescript",
     canary="const canary: number = 1;\nconsole.log(canary);\n",
     source="main.ts",
