@@ -402,12 +402,21 @@ def make_candidate(
     elif kind == "harmful" and learning_rate is not None:
         data["train"]["learning_rate"] = learning_rate
     config = validate(data, f"bench/decisions.py candidate {folder.name}")
+    copy_with_rows(shared, folder, config, rows, what)
+    return {"rows": len(rows), "data": what}
+
+
+def copy_with_rows(
+    shared: Round, folder: Path, config: SessionConfig, rows: list[dict[str, Any]], what: str
+) -> None:
+    """`shared`'s session copied to `folder` with `config` and `rows` as its export, through
+    a temporary folder, so that a crash never leaves half a candidate."""
     temporary = folder.with_name(folder.name + ".partial")
     shutil.rmtree(temporary, ignore_errors=True)
     shutil.copytree(
         shared.session.root,
         temporary,
-        ignore=shutil.ignore_patterns(".launcher.lock", "PAUSE"),
+        ignore=shutil.ignore_patterns(".launcher.lock", ".phase.lock", "PAUSE"),
     )
     store.write_text(temporary / "config.toml", dumps(config))
     r = round_of(temporary)
@@ -415,18 +424,18 @@ def make_candidate(
         r.path(name).unlink(missing_ok=True)
     write_export(r, rows, what)
     os.replace(temporary, folder)
-    return {"rows": len(rows), "data": what}
 
 
-def share_answers(shared: Path, candidate: Path) -> None:
-    """Copy the candidate's base-model answers (baseline, audit-parent) into the shared
-    session's answer cache, marked as another session's, so the next copy reuses them."""
+def share_answers(shared: Path, candidate: Path, phases: tuple[str, ...] = SHARED_BY) -> None:
+    """Copy the candidate's base-model answers (those of `phases`: baseline, audit-parent)
+    into the shared session's answer cache, marked as another session's, so the next copy
+    reuses them."""
     lines = (candidate / "answers.jsonl").read_text(encoding="utf-8").splitlines()
     groups: dict[str, dict[str, str]] = {}
     for line in lines:
         entry = json.loads(line)
         by = entry.get("by") or ""
-        if by.split("/")[-1] in SHARED_BY:
+        if by.split("/")[-1] in phases:
             groups.setdefault(f"bench {candidate.name}: {by}", {})[entry["key"]] = entry["text"]
     cache = AnswerCache(store.SessionPaths(shared).answers)
     for by, entries in groups.items():

@@ -9,3 +9,11 @@ codeloop` no longer sets them; see tests/test_config.py.)
 from codeloop.train.determinism import use_reproducible_math
 
 use_reproducible_math()
+
+import os  # noqa: E402
+
+if not os.environ.get("CODELOOP_THIRD_PARTY"):
+    # Third-party test files (tests/third_party) run unchanged in a pytest process of
+    # their own (tests/test_third_party.py): their imports (verl sets logging and Ray
+    # flags when imported) stay out of this one.
+    collect_ignore = ["third_party"]

@@ -102,3 +102,22 @@ def test_config_fields_documents_the_config() -> None:
     result = codeloop("config", "fields")
     assert result.returncode == 0
     assert "sandbox.limits.memory_mib" in result.stdout
+
+
+def test_a_second_phase_in_one_session_is_refused(tmp_path: Path) -> None:
+    """Two `codeloop phase` processes in one session would write the same files at once
+    (two prepares built a pool holding a task twice): while one holds the session's
+    phase lock, another stops with a clear error before touching anything."""
+    import fcntl
+
+    session = tmp_path / "s"
+    session.mkdir()
+    args = ("phase", "--session", str(session), "--round", "1", "--phase", "prepare")
+    with open(session / ".phase.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        busy = codeloop(*args)
+    assert busy.returncode != 0
+    assert "another codeloop phase is running" in busy.stdout + busy.stderr
+    free = codeloop(*args)  # the lock released: it gets past the lock (and then lacks a config)
+    assert "another codeloop phase is running" not in free.stdout + free.stderr
+    assert free.returncode != 0

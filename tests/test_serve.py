@@ -10,7 +10,6 @@ workers; every wait is bounded.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -33,8 +32,8 @@ uvicorn = pytest.importorskip("uvicorn")
 from codeloop.errors import ConfigError  # noqa: E402
 from codeloop.sandbox import CheckRequest, ProgramRun, Step, check_many  # noqa: E402
 from codeloop.serve import fusion  # noqa: E402
-from codeloop.serve.app import create_app  # noqa: E402
 from codeloop.serve.limits import Settings, resolve_token  # noqa: E402
+from tests.support.serve import running  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -52,30 +51,6 @@ SETTINGS = Settings(
     max_stdin_bytes=64 * 1024,
     body_timeout_s=1.0,
 )
-
-
-@contextlib.contextmanager
-def running(settings: Settings) -> Iterator[str]:
-    """The app for `settings` served by uvicorn on 127.0.0.1, an ephemeral port, in a
-    thread; stopped (its lifespan drained) on exit."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(settings), log_config=None, access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start within 30 s"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
-        listener.close()
-        assert not thread.is_alive(), "the server did not stop within 60 s"
 
 
 @pytest.fixture(scope="module")
@@ -288,6 +263,89 @@ def test_v1_check_refuses_what_it_cannot_check(client: httpx.Client) -> None:
     }
     answer = client.post("/v1/check", json=slow)
     assert answer.status_code == 422 and "limits.time_s" in answer.json()["detail"]
+
+
+# --- the batch stream, the Python client, CodeReward(url=...) ------------------------------
+
+CASES = [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "6\n"}]
+
+
+def batch_requests() -> list[CheckRequest]:
+    """Passing, failing, not compiling and slow (finishing last) checks, mixed."""
+    slow = "import time\ntime.sleep(1.5)\nprint(int(input()) * 2)"
+    return [
+        CheckRequest(language="python", program=slow, cases=CASES[:1]),
+        CheckRequest(language="python", program="print(int(input()) * 2)", cases=CASES),
+        CheckRequest(language="python", program="print(int(input()) + 2)", cases=CASES),
+        CheckRequest(language="cpp", program="int main() { return 0 }", cases=CASES),
+        CheckRequest(language="javascript", program="console.log(4)", cases=CASES),
+    ]
+
+
+def test_v1_check_batch_streams_each_verdict_as_it_finishes(client: httpx.Client) -> None:
+    requests = batch_requests()
+    body = {"requests": [request.model_dump(mode="json") for request in requests]}
+    with client.stream("POST", "/v1/check/batch", json=body) as answer:
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("application/x-ndjson")
+        lines = [json.loads(raw) for raw in answer.iter_lines() if raw.strip()]
+    assert sorted(line["index"] for line in lines) == list(range(len(requests)))
+    assert lines[-1]["index"] == 0  # the slow one came last, not in the order asked
+    direct = check_many(requests)
+    by_index = {line["index"]: line for line in lines}
+    for index, expected in enumerate(direct):
+        assert by_index[index]["status"] == expected.status, index
+        assert by_index[index]["passed"] == expected.passed, index
+
+
+def test_v1_check_batch_is_refused_whole_before_anything_runs(client: httpx.Client) -> None:
+    good = CheckRequest(language="python", program="print(4)", cases=CASES).model_dump(mode="json")
+    slow = {**good, "limits": {"time_s": 3600}}
+    answer = client.post("/v1/check/batch", json={"requests": [good, slow]})
+    assert answer.status_code == 422 and answer.json()["detail"].startswith("requests.1: ")
+    assert client.post("/v1/check/batch", json={"requests": []}).status_code == 422
+    assert client.post("/v1/check/batch", json={"request": [good]}).status_code == 422
+
+
+def test_serve_client_gives_check_many_s_verdicts_in_order(base: str) -> None:
+    from codeloop.serve.client import ServeClient
+
+    requests = batch_requests()
+    with ServeClient(base, TOKEN, batch=2) as remote:  # three batches
+        found = remote.check_many(requests)
+    assert [c.status for c in found] == [c.status for c in check_many(requests)]
+    assert [c.passed for c in found] == [True, True, False, False, False]
+
+
+def test_serve_client_raises_on_refusals_and_on_no_server(base: str) -> None:
+    from codeloop.errors import SandboxEnvironmentError
+    from codeloop.serve.client import ServeClient, ServeError
+
+    request = CheckRequest(language="python", program="print(4)", cases=CASES)
+    with ServeClient(base, "not-the-token") as wrong, pytest.raises(ServeError, match="401"):
+        wrong.check(request)
+    with socket.socket() as probe:  # a port with nothing listening
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    nobody = ServeClient(closed, TOKEN, retries=1, backoff_s=0.01)
+    with pytest.raises(SandboxEnvironmentError, match="no verdict after 2 tries"):
+        nobody.check(request)  # never a failed check: no verdict at all
+
+
+def test_code_reward_with_a_url_scores_as_the_local_one(base: str) -> None:
+    import pickle
+
+    from codeloop.reward import CodeReward
+
+    right = "```python\nprint(int(input()) * 2)\n```"
+    wrong = "```python\nprint(4)\n```"
+    rows = {"language": ["python"] * 3, "cases": [CASES] * 3}
+    completions = [right, wrong, "no code here"]
+    local = CodeReward(scoring="fraction")(completions=completions, **rows)
+    remote = CodeReward(scoring="fraction", url=base, token=TOKEN)
+    assert remote(completions=completions, **rows) == local == [1.0, 0.5, 0.0]
+    again = pickle.loads(pickle.dumps(remote))  # shipped to another process: no live client
+    assert again(completions=completions, **rows) == local
 
 
 # --- auth, sizes, bodies ----------------------------------------------------------------

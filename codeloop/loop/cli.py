@@ -22,7 +22,13 @@ from codeloop import store
 from codeloop.errors import CodeloopError, ConfigError
 from codeloop.loop import display
 from codeloop.loop.common import PHASES, install_stop_handler, status
-from codeloop.loop.launcher import EXIT_CRASH, Launcher, die_with_launcher, open_session
+from codeloop.loop.launcher import (
+    EXIT_CRASH,
+    Launcher,
+    die_with_launcher,
+    open_session,
+    phase_lock,
+)
 
 out = Console()
 DEFAULT_SESSION = Path("sessions/default")
@@ -83,7 +89,8 @@ def phase(
     die_with_launcher()
     install_stop_handler()
     try:
-        ran = run_phase(session, number, name, resume)
+        with phase_lock(store.SessionPaths(session.resolve())):
+            ran = run_phase(session, number, name, resume)
     except CodeloopError:
         raise
     except Exception:  # a crash: the launcher restarts the phase with --resume

@@ -56,15 +56,34 @@ def die_with_launcher() -> None:
 
 
 @contextlib.contextmanager
-def session_lock(paths: store.SessionPaths) -> Iterator[None]:
-    """One launcher per session at a time."""
-    paths.root.mkdir(parents=True, exist_ok=True)
-    with open(paths.root / ".launcher.lock", "w") as handle:
+def _held(path: Path, busy: str) -> Iterator[None]:
+    """An exclusive flock on `path` for the block; ConfigError(busy) when another holds it
+    (the kernel drops the lock with its holder, so a killed process never leaves it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(f"{paths.root}: another codeloop run is using this session") from None
+            raise ConfigError(busy) from None
         yield
+
+
+def session_lock(paths: store.SessionPaths) -> contextlib.AbstractContextManager[None]:
+    """One launcher per session at a time."""
+    return _held(
+        paths.root / ".launcher.lock", f"{paths.root}: another codeloop run is using this session"
+    )
+
+
+def phase_lock(paths: store.SessionPaths) -> contextlib.AbstractContextManager[None]:
+    """One phase process per session at a time: the launcher runs them one by one, and a
+    second `codeloop phase` started by hand (or by a bench whose parent was killed while
+    its phase ran on) would otherwise write the same files at once (two prepares gave a
+    pool that holds a task twice)."""
+    return _held(
+        paths.root / ".phase.lock",
+        f"{paths.root}: another codeloop phase is running in this session; wait for it or stop it",
+    )
 
 
 def open_session(root: Path, config: session_config.SessionConfig | None) -> store.SessionPaths:

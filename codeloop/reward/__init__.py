@@ -63,6 +63,13 @@ here). By default that raises `SandboxEnvironmentError`; with
 `on_environment_error="none"` the completion's reward is None, which TRL's
 GRPOTrainer treats as "not applicable" (NaN, left out of the mean). verl's
 `compute_score` raises.
+
+One sandbox for many trainer nodes: `CodeReward(url="http://sandbox-host:8080")`
+sends the checks to a `codeloop serve` (docs/SERVICE.md) through
+`codeloop.serve.client.ServeClient` instead of local workers, with the token from
+`token=` or `$CODELOOP_SERVE_TOKEN`. The verdicts are the same sandbox's; a check the
+server cannot give a verdict for (busy past its retries, unreachable, environment
+errors) raises `SandboxEnvironmentError` as above, never scores 0.
 """
 
 from __future__ import annotations
@@ -179,6 +186,8 @@ class CodeReward:
         contract_score: float = 0.0,
         on_environment_error: Literal["raise", "none"] = "raise",
         sandbox: SandboxConfig | None = None,
+        url: str | None = None,
+        token: str | None = None,
     ) -> None:
         if scoring not in ("pass", "fraction"):
             raise ConfigError(f"reward: scoring {scoring!r}: choose 'pass' or 'fraction'")
@@ -194,7 +203,25 @@ class CodeReward:
         self.format_score = format_score
         self.on_environment_error = on_environment_error
         self.sandbox = sandbox or SandboxConfig()
+        self.url, self.token = url, token
+        self._client: Any = None
         self.__name__ = f"codeloop_{scoring}"  # TRL names reward columns after it
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Trainers ship reward functions to other processes (Ray, multiprocessing): the
+        # HTTP client is made again where it is used, never pickled.
+        return {**self.__dict__, "_client": None}
+
+    def _remote(self, requests: list[CheckRequest | None]) -> list[Check | None]:
+        """The checks from the `codeloop serve` at `self.url` (one shared sandbox for many
+        trainer nodes); None where there was no program to check."""
+        from codeloop.serve.client import ServeClient
+
+        if self._client is None:
+            self._client = ServeClient(self.url or "", self.token)
+        asked = [request for request in requests if request is not None]
+        checks = iter(self._client.check_many(asked))
+        return [next(checks) if request is not None else None for request in requests]
 
     def __call__(
         self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any
@@ -215,13 +242,16 @@ class CodeReward:
                 request.model_copy(update={"every_case": True}) if request else None
                 for request in requests
             ]
-        checks = scoring.check_requests(requests, self.sandbox)
+        if self.url:
+            checks: Sequence[Check | None] = self._remote(requests)
+        else:
+            checks = scoring.check_requests(requests, self.sandbox)
         return [
             self._value(request, check) for request, check in zip(requests, checks, strict=True)
         ]
 
-    def _value(self, request: CheckRequest | None, check: Check) -> float | None:
-        if request is None:
+    def _value(self, request: CheckRequest | None, check: Check | None) -> float | None:
+        if request is None or check is None:
             return self.format_score
         if check.status == "environment_error":  # no verdict: never a number
             if self.on_environment_error == "none":

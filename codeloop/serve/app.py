@@ -60,11 +60,14 @@ class Service:
             }
         )
 
-    async def _in_sandbox(self, request: Request, work: Callable[[], T]) -> T:
+    async def _in_sandbox(self, request: Request | None, work: Callable[[], T]) -> T:
+        """`work` in a thread of the pool once a slot is free (`request`'s access line
+        gets the wait; a batch's items, `request` None, share one line)."""
         if self.executor is None:
             raise Refused(503, "the server is not running (its lifespan has not started)")
         async with self.gate.slot() as waited:
-            request.state.log["queue_ms"] = round(waited * 1000, 1)
+            if request is not None:
+                request.state.log["queue_ms"] = round(waited * 1000, 1)
             return await asyncio.get_running_loop().run_in_executor(self.executor, work)
 
     async def run_program(self, request: Request, wanted: RunRequest) -> ProgramRun:
@@ -74,7 +77,7 @@ class Service:
         )
         return await self._in_sandbox(request, work)
 
-    async def check(self, request: Request, wanted: CheckRequest) -> Check:
+    async def check(self, request: Request | None, wanted: CheckRequest) -> Check:
         settings = self.settings
         work = functools.partial(
             pool.check_one, wanted, workers=settings.workers, backend=settings.backend

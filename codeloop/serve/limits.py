@@ -55,6 +55,8 @@ class Settings:
     max_stdin_bytes: int = 8 << 20
     max_cases: int = 512
     """Test cases of one `/v1/check`."""
+    max_batch: int = 1024
+    """Checks of one `/v1/check/batch`."""
     max_check_s: float = 1800.0
     """Longest a `/v1/check` may keep a worker: its cases times its time limit."""
     body_timeout_s: float = 30.0

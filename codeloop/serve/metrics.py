@@ -17,7 +17,15 @@ from datetime import UTC, datetime
 from codeloop.serve.limits import ASGIApp, Message, Receive, Scope, Send
 
 ENDPOINTS = frozenset(
-    {"/run_code", "/v1/ping", "/v1/check", "/health", "/metrics", "/openapi.json"}
+    {
+        "/run_code",
+        "/v1/ping",
+        "/v1/check",
+        "/v1/check/batch",
+        "/health",
+        "/metrics",
+        "/openapi.json",
+    }
 )
 """Paths kept as they are in labels and logs; any other is `other` (bounded cardinality)."""
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)

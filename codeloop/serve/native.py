@@ -2,17 +2,35 @@
 checker, or a function test kept apart from the solution) and answers the `Check` that
 `codeloop check` and `sandbox.check_many` give for it, as JSON, with `passed`.
 
+`POST /v1/check/batch` takes `{"requests": [CheckRequest, ...]}` and streams one JSON
+line per check as each finishes (NDJSON, in finishing order, each with its `index`): a
+`Check` with `passed`, or `{"index", "error": {"status", "detail"}}` for a check the
+server could not take in time (504: send it again). A batch is validated whole before
+any check starts; at most `slots` of its checks wait for the sandbox at once, so one
+batch never fills the queue other clients wait in. A client that goes away stops the
+checks of its batch that have not started.
+
 Unlike `/run_code`, the expected outputs and the test never reach the program: the
 verdict is the sandbox's, not the client's reading of what the program printed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
 from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox.request import CheckRequest
+from codeloop.sandbox.request import Check, CheckRequest
 from codeloop.serve.limits import Refused, Settings, check_size
+
+log = logging.getLogger("codeloop.serve")
 
 MAX_OUTPUT_KIB = 64 * 1024
 MAX_PROCESSES = 512
@@ -55,6 +73,59 @@ def within_limits(request: CheckRequest, settings: Settings) -> None:
         )
 
 
+class CheckBatch(BaseModel):
+    """The body of `/v1/check/batch`."""
+
+    model_config = ConfigDict(extra="forbid")
+    requests: list[CheckRequest] = Field(min_length=1)
+
+
+def _answer(verdict: Check) -> dict[str, Any]:
+    return {**verdict.model_dump(mode="json"), "passed": verdict.passed}
+
+
+def batch_within_limits(body: CheckBatch, settings: Settings) -> None:
+    """The whole batch refused (413/422) when it or any of its checks is over a limit,
+    before any check runs: nothing half-done to account for."""
+    if len(body.requests) > settings.max_batch:
+        count = len(body.requests)
+        raise Refused(413, f"the batch has {count} checks; this server takes {settings.max_batch}")
+    for index, item in enumerate(body.requests):
+        try:
+            within_limits(item, settings)
+        except Refused as refused:
+            raise Refused(refused.status, f"requests.{index}: {refused.detail}") from None
+
+
+async def _batch_lines(service: Any, requests: list[CheckRequest]) -> AsyncIterator[str]:
+    """One NDJSON line per check, as each finishes; the unstarted ones are cancelled when
+    the stream is closed early (the client went away)."""
+    finished: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    own = asyncio.Semaphore(service.gate.slots)
+
+    async def one(index: int, wanted: CheckRequest) -> None:
+        try:
+            async with own:
+                verdict = await service.check(None, wanted)
+            environment = verdict.status == "environment_error"
+            service.metrics.verdict("/v1/check/batch", verdict.status, environment)
+            line = {"index": index, **_answer(verdict)}
+        except Refused as refused:
+            line = {"index": index, "error": {"status": refused.status, "detail": refused.detail}}
+        except Exception as error:  # a bug, not the program's fault: never a verdict
+            log.exception("batch check %d failed", index)
+            line = {"index": index, "error": {"status": 500, "detail": f"server error: {error}"}}
+        await finished.put(line)
+
+    tasks = [asyncio.create_task(one(i, wanted)) for i, wanted in enumerate(requests)]
+    try:
+        for _ in tasks:
+            yield json.dumps(await finished.get()) + "\n"
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
 def routes() -> APIRouter:
     """The native endpoints (through `app.state.service`, as `fusion.routes`)."""
     router = APIRouter(tags=["codeloop"])
@@ -68,6 +139,14 @@ def routes() -> APIRouter:
         environment = verdict.status == "environment_error"
         service.metrics.verdict("/v1/check", verdict.status, environment)
         request.state.log.update(outcome=verdict.status)
-        return {**verdict.model_dump(mode="json"), "passed": verdict.passed}
+        return _answer(verdict)
+
+    @router.post("/v1/check/batch")
+    async def check_batch(body: CheckBatch, request: Request) -> StreamingResponse:
+        service = request.app.state.service
+        batch_within_limits(body, service.settings)
+        request.state.log.update(batch=len(body.requests))
+        lines = _batch_lines(service, body.requests)
+        return StreamingResponse(lines, media_type="application/x-ndjson")
 
     return router

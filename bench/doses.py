@@ -1,0 +1,402 @@
+"""Graded real candidates through the preset's guard, beside the simulator's prediction.
+
+docs/GUARD.md fixed the rule before any real candidate met it; this bench is that
+validation. Per base round (a cpu-demo session of its own seed: prepare, collect,
+export, run for real once), candidates train on a mix of `--rows` rows of which a
+share, the dose, is harmful by construction (programs that print the public example's
+output or the statement, labelled verified: bench/decisions.py's `label_rows`) and the
+rest the model's own verified rows (the round's export, plus `--helpful-rows` when the
+round verified too few). Every dose trains at one learning rate (`--lr`; at the
+preset's 1e-4, 16 steps of labels left the held-out set unchanged) with the round's
+seed, so the parent's answers and samples are shared between doses.
+
+Each candidate then meets the preset's real guard: the phases baseline, train,
+candidate, gate, audit-parent and audit-candidate as `codeloop phase` processes (the
+audit forced with round.audit_every = 1), then `finish.confirm_flips` and
+`finish.decide` (the real finish phase would delete a rejected candidate's weights).
+
+Truth: greedy pass@1 of parent and candidate on the clean held-out set (bench/holdout.py,
+refused on a failed hash), its paired bootstrap interval, read as a scale factor
+f = after / before of the parent's pass rate (the cpu-demo effects are multiplicative:
+a candidate keeps, halves or loses what the parent could do).
+
+Prediction: bench/decision_sim.py's `oc_point` through the same decision code, on a
+profile of this base round: per task, the parent's pass probability is the posterior
+mean of its own confirmation samples (gate: validation, audit: audit tasks) under the
+beta-binomial fit of those samples (bench/guard_inputs.py's `beta_fit`), with the
+candidate's q = f p at f's estimate and at both ends of its interval. P(accept) =
+P(gate promising) x P(audit keeps) (disjoint task sets). A real decision agrees with
+the band when the outcome it gave had, somewhere in the band, a chance of at least
+2.5%; per dose, the observed accepts are set beside the expected count.
+
+    .venv/bin/python bench/doses.py --session DIR [--seeds 11,12] [--doses 100,0,50,25,75]
+        [--languages javascript,java] [--rows 16] [--lr 1e-3] [--helpful-rows FILE]
+        [--reps 400] [--report-only]
+
+Resumable: every finished phase, decision and held-out evaluation is kept in DIR; the
+report lists every candidate DIR holds. Candidates run dose by dose across the base
+rounds (the first dose in every round, then the next), so a cut run still spans them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import decisions
+from decision_sim import Profile, oc_point, scale, wilson
+from guard_inputs import beta_fit, measure_set
+from results import record
+
+from codeloop import store
+from codeloop.config import load, load_preset, validate
+from codeloop.evaluate import guard
+from codeloop.loop import confirm, finish
+from codeloop.loop import gate as gate_phase
+from codeloop.loop.audit import audit_tasks
+from codeloop.loop.common import Round
+from codeloop.loop.launcher import open_session
+
+SHARED_PHASES = ("baseline", "audit-parent", "audit-confirm-parent", "gate-confirm-parent")
+"""Phases that ask the parent only: their answers are shared between the doses."""
+BAND_CHANCE = 0.025
+"""A decision disagrees with its band when every point of the band gave it less than this."""
+
+
+def base_config(languages: list[str], seed: int):
+    """The cpu-demo preset at `languages` (round sizes scaled as bench/decisions.py
+    does), `seed`, with the audit forced; the guard itself is the preset's."""
+    data = load_preset("cpu-demo").model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["tasks"]["languages"] = languages
+    for key, per_language in decisions.PER_LANGUAGE.items():
+        data["round"][key] = per_language * len(languages)
+    data["seed"] = seed
+    data["round"]["audit_every"] = 1
+    return validate(data, "bench/doses.py base round")
+
+
+def base_round(work: Path, languages: list[str], seed: int) -> Round:
+    """The base round of `seed`, collected once (prepare, collect, export)."""
+    session = work / f"base-s{seed}"
+    wanted = base_config(languages, seed)
+    if (session / "config.toml").exists() and load(session / "config.toml") != wanted:
+        raise SystemExit(f"{session}: collected with other --languages; use another --session")
+    open_session(session, None if (session / "config.toml").exists() else wanted)
+    for phase in decisions.SHARED_PHASES:
+        if not (session / "round-000001" / f"{phase}.json").exists():
+            decisions.say(f"base s{seed}: phase {phase}")
+            decisions.run_phase(session, phase)
+    shared = decisions.round_of(session)
+    audit_tasks(shared)  # fixed once, so every dose faces the same audit
+    return shared
+
+
+def mixed_rows(
+    shared: Round, dose: int, rows: int, extra: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], int]:
+    """`rows` training rows, `dose`% of them harmful, the rest helpful (cycled), in an
+    order fixed by the round's seed; and how many helpful rows there were to cycle."""
+    languages = set(shared.config.tasks.languages)
+    helpful = decisions.verified_rows(shared) + [r for r in extra if r["language"] in languages]
+    harmful = decisions.label_rows(shared)
+    bad = round(rows * dose / 100)
+    if bad < rows and not helpful:
+        raise SystemExit("no verified rows to mix in: pass --helpful-rows")
+    chosen = [harmful[i % len(harmful)] for i in range(bad)]
+    chosen += [helpful[i % len(helpful)] for i in range(rows - bad)]
+    random.Random(shared.config.seed).shuffle(chosen)
+    return chosen, len(helpful)
+
+
+def make_dose(shared: Round, folder: Path, dose: int, rows: int, lr: float, extra) -> None:
+    """Copy the base round to `folder` with the dose's rows and learning rate (through a
+    temporary folder: a crash never leaves half a candidate)."""
+    chosen, helpful = mixed_rows(shared, dose, rows, extra)
+    data = shared.config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["train"]["learning_rate"] = lr
+    data["export"]["min_examples"] = min(shared.config.export.min_examples, len(chosen))
+    config = validate(data, f"bench/doses.py {folder.name}")
+    harmful = round(rows * dose / 100)
+    what = f"dose {dose}%: {len(chosen)} rows, {harmful} harmful, helpful from {helpful}"
+    decisions.copy_with_rows(shared, folder, config, chosen, what)
+
+
+def sample_counts(r: Round, name: str, ids: list[str]) -> dict[str, list[int]]:
+    """Per side, passes of the saved confirmation samples per task (in `ids` order)."""
+    sides = confirm.saved_passes(r, name, ids)
+    return {side: [sum(sides[side][i]) for i in ids] for side in sides}
+
+
+def inputs(folder: Path) -> dict[str, Any]:
+    """bench/guard_inputs.py's measurements of this candidate against its parent: how
+    alike their answers are (greedy and same-seed samples), per set."""
+    found = {}
+    for name in ("validation", "audit"):
+        m = measure_set(folder, name)
+        found[name] = {
+            key: m[key]
+            for key in ("greedy_same_text", "sample_same_text", "outcome_correlation",
+                        "sample_pass_rate", "discordant_pairs")
+        }  # fmt: skip
+    return found
+
+
+def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[str, Any]:
+    """One candidate through the real guard, its decision and truth saved in DIR/results."""
+    name = f"s{shared.config.seed}-dose{dose:03d}"
+    result_file = work / "results" / f"{name}.json"
+    if (saved := store.read(result_file, None)) is not None:
+        return saved
+    started = time.time()
+    folder = work / "candidates" / name
+    if not folder.exists():
+        decisions.say(f"{name}: writing its training data")
+        make_dose(shared, folder, dose, args.rows, args.lr, extra)
+    r = decisions.round_of(folder)
+    for phase in decisions.CANDIDATE_PHASES:
+        if not r.phase_done(phase):
+            decisions.say(f"{name}: phase {phase}")
+            decisions.run_phase(folder, phase)
+    finish.confirm_flips(r)
+    verdict = finish.decide(r)
+    base = held.verdicts(None)
+    after = held.verdicts(r.candidate_adapter)
+    gate = r.result("gate")
+    audit = verdict["comparisons"].get("audit", {})
+    audit_ids = guard.audit_sample_ids(r.config.audit, audit, finish._audit_ids(r))
+    validation_ids = guard.gate_sample_ids(
+        r.config.gate, gate_phase.comparison(r), gate_phase.validation_ids(r)
+    )
+    training = store.read(r.candidate_adapter / "training.json", None) or {}
+    result = {
+        "name": name,
+        "seed": r.config.seed,
+        "dose": dose,
+        "data": r.result("export")["reason"],
+        "learning_rate": r.config.train.learning_rate,
+        "loss": [training.get("first_loss"), training.get("last_loss")],
+        "accepted": verdict["accepted"],
+        "decision": verdict["decision"],
+        "gate": {"promising": gate["promising"], "evidence": gate.get("confirmation")},
+        "audit": {
+            "evidence": audit.get("confirmation"),
+            "greedy": [audit.get("before"), audit.get("after"), audit.get("total")],
+        },
+        "audit_counts": sample_counts(r, confirm.AUDIT, audit_ids),
+        "gate_counts": sample_counts(r, confirm.GATE, validation_ids) if validation_ids else None,
+        "samples": {"gate": r.config.gate.confirm_samples, "audit": r.config.audit.confirm_samples},
+        "heldout": held.score(base, after),
+        "inputs": inputs(r.folder),
+        "seconds": time.time() - started,
+    }
+    store.write_json(result_file, result)
+    decisions.share_answers(shared.session.root, folder, SHARED_PHASES)
+    return result
+
+
+# -- the simulator's prediction ----------------------------------------------------------------
+
+
+def posterior(counts: list[int], k: int) -> np.ndarray:
+    """Per-task pass probabilities: the posterior means of `counts` (passes of k samples)
+    under the beta-binomial fit of all of them; zeros when nothing passed."""
+    fit = beta_fit(counts, k)
+    if fit is None:
+        return np.zeros(len(counts))
+    return (fit["a"] + np.asarray(counts)) / (fit["a"] + fit["b"] + k)
+
+
+def factors(held: dict[str, Any]) -> tuple[float, float, float]:
+    """(low, estimate, high) of f = candidate / parent pass rate on the held-out set."""
+    rate = held["before"] / held["total"]
+    if rate == 0:
+        return 1.0, 1.0, 1.0
+    low, high = held["interval"]
+    gain = held["gain"]
+    return tuple(max(0.0, 1 + points / 100 / rate) for points in (low, gain, high))
+
+
+def shared_draws(result: dict[str, Any]) -> tuple[float, float]:
+    """(samples, greedy) shares of same-text answers of this candidate and its parent,
+    over both sets: the simulator's rho for this candidate, measured."""
+    found = result["inputs"]
+    sets = [found[name] for name in ("validation", "audit")]
+    samples = [s["sample_same_text"] for s in sets if s["sample_same_text"] is not None]
+    return (
+        sum(samples) / len(samples) if samples else 0.0,
+        sum(s["greedy_same_text"] for s in sets) / len(sets),
+    )
+
+
+def predict(result: dict[str, Any], base: dict[str, Any], reps: int) -> dict[str, Any]:
+    """P(gate promising), P(audit keeps) and P(accept) at f's estimate and interval ends,
+    at this candidate's measured rho."""
+    rho, rho_greedy = shared_draws(result)
+    config = load_preset("cpu-demo")
+    gate_rule = config.gate.model_copy(update={"confirm_samples": result["samples"]["gate"]})
+    audit_rule = config.audit.model_copy(update={"confirm_samples": result["samples"]["audit"]})
+    profile = Profile(
+        "dose base",
+        posterior(base["audit"], result["samples"]["audit"]),
+        posterior(base["gate"], result["samples"]["gate"]),
+        rho,
+        rho_greedy,
+    )
+    points = []
+    for f in factors(result["heldout"]):
+        gate = oc_point("gate", gate_rule, profile, rho, scale(f), reps, 2026)
+        audit = oc_point("audit", audit_rule, profile, rho, scale(f), reps, 2027)
+        points.append({"f": f, "gate": gate["keep"], "audit": audit["keep"],
+                       "accept": gate["keep"] * audit["keep"],
+                       "audit_wilson": [audit["low"], audit["high"]]})  # fmt: skip
+    return {"points": points, "rho": rho, "rho_greedy": rho_greedy}
+
+
+def agrees(accepted: bool, points: list[dict[str, Any]]) -> bool:
+    """Whether some point of the band gave the observed outcome a chance >= BAND_CHANCE."""
+    return any((p["accept"] if accepted else 1 - p["accept"]) >= BAND_CHANCE for p in points)
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f}%"
+
+
+def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
+    bases = {}
+    for res in results:
+        bases.setdefault(res["seed"], {"audit": res["audit_counts"]["parent"],
+                                       "gate": (res["gate_counts"] or {}).get("parent", [])})  # fmt: skip
+    lines = [
+        "| candidate | rows (harmful) | loss first -> last | held-out before -> after | gain "
+        "[95%] | f [95%] | gate: change [lower bound] | audit: change [lower bound] | "
+        "decision | predicted P(promising), P(audit keeps), P(accept) at f low / est / high "
+        "| agrees |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_dose: dict[int, list[tuple[bool, float]]] = {}
+    for res in sorted(results, key=lambda r: (r["dose"], r["seed"])):
+        found = predict(res, bases[res["seed"]], args.reps)
+        ok = agrees(res["accepted"], found["points"])
+        by_dose.setdefault(res["dose"], []).append((res["accepted"], found["points"][1]["accept"]))
+        held = res["heldout"]
+        low, est, high = factors(held)
+        first, last = res["loss"]
+        cells = []
+        for side in ("gate", "audit"):
+            e = res[side]["evidence"]
+            cells.append(
+                f"{100 * e['change']:+.1f} [{100 * e['lower_bound']:+.1f}]" if e else "not sampled"
+            )
+        bands = " / ".join(
+            f"{_pct(p['gate'])}, {_pct(p['audit'])}, {_pct(p['accept'])}" for p in found["points"]
+        )
+        lines.append(
+            f"| {res['name']} | {args.rows} ({round(args.rows * res['dose'] / 100)}) | "
+            f"{first:.3f} -> {last:.3f} | {held['before']} -> {held['after']}/{held['total']} | "
+            f"{held['gain']:+.1f} [{held['interval'][0]:+.1f}, {held['interval'][1]:+.1f}] | "
+            f"{est:.2f} [{low:.2f}, {high:.2f}] | {cells[0]} | {cells[1]} | "
+            f"{'accept' if res['accepted'] else 'reject'} | {bands} | {'yes' if ok else 'NO'} |"
+        )
+    lines += ["", "| dose | candidates | accepted | expected accepts (sum of P at f's estimate) |",
+              "|---|---|---|---|"]  # fmt: skip
+    for dose, seen in sorted(by_dose.items()):
+        kept = sum(a for a, _ in seen)
+        low, high = wilson(kept, len(seen))
+        lines.append(
+            f"| {dose}% | {len(seen)} | {kept} [{_pct(low)}, {_pct(high)}] | "
+            f"{sum(p for _, p in seen):.2f} |"
+        )
+    lines += [
+        "",
+        "Measured per candidate against its parent (bench/guard_inputs.py's measure_set): "
+        "the simulator's inputs on real candidates of two base rounds and five doses.",
+        "",
+        "| candidate | set | greedy same text | sample same text | outcome correlation | "
+        "sample pass parent / candidate | discordant pairs |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for res in sorted(results, key=lambda r: (r["dose"], r["seed"])):
+        for name, m in res["inputs"].items():
+            rates = m["sample_pass_rate"] or [0.0, 0.0]
+            corr = m["outcome_correlation"]
+            lines.append(
+                f"| {res['name']} | {name} | {_pct(m['greedy_same_text'])} | "
+                f"{_pct(m['sample_same_text'] or 0.0)} | "
+                f"{'-' if corr is None else f'{corr:.2f}'} | "
+                f"{100 * rates[0]:.1f}% / {100 * rates[1]:.1f}% | {m['discordant_pairs']} |"
+            )
+    agreeing = sum(
+        agrees(r["accepted"], predict(r, bases[r["seed"]], args.reps)["points"]) for r in results
+    )
+    lines += [
+        "",
+        f"{agreeing} of {len(results)} real decisions inside the simulator's band (the "
+        f"outcome had a chance of at least {_pct(BAND_CHANCE)} somewhere in f's interval). "
+        f"rho: each candidate's own share of same-text answers (table below), {args.reps} "
+        "simulated decisions per point. Wall time of this invocation {minutes:.1f} min; per "
+        "candidate (minutes): "
+        + ", ".join(f"{r['name']} {r['seconds'] / 60:.1f}" for r in results)
+        + ".",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--session", type=Path, required=True, help="this bench's folder")
+    parser.add_argument("--seeds", default="11,12", help="base rounds, one per seed")
+    parser.add_argument("--doses", default="100,0,50,25,75", help="harmful shares, percent")
+    parser.add_argument("--languages", default="javascript,java")
+    parser.add_argument("--rows", type=int, default=16, help="training rows per candidate")
+    parser.add_argument("--lr", type=float, default=1e-3, help="every dose's learning rate")
+    parser.add_argument("--helpful-rows", type=Path, default=None, help="extra verified rows")
+    parser.add_argument("--reps", type=int, default=400, help="simulated decisions per point")
+    parser.add_argument("--report-only", action="store_true", help="no new candidate")
+    args = parser.parse_args()
+    started = time.time()
+    work = args.session.resolve()
+    extra = []
+    if args.helpful_rows:
+        text = args.helpful_rows.read_text(encoding="utf-8")
+        extra = [json.loads(line) for line in text.splitlines() if line]
+    languages = args.languages.split(",")
+    doses = [int(d) for d in args.doses.split(",")]
+    if not args.report_only:
+        shared = {seed: base_round(work, languages, int(seed)) for seed in args.seeds.split(",")}
+        held = decisions.Heldout(work / "heldout", next(iter(shared.values())).config)
+        for dose in doses:
+            for seed, r in shared.items():
+                decisions.say(f"candidate s{seed} dose {dose}%")
+                run_dose(work, r, held, dose, args, extra)
+    results = [store.read(path) for path in sorted((work / "results").glob("*.json"))]
+    for res in results:  # judged before the inputs were recorded
+        res.setdefault("inputs", inputs(work / "candidates" / res["name"] / "round-000001"))
+    if not results:
+        raise SystemExit(f"{work}: no finished candidate yet")
+    lines = [
+        f"bench folder {work.name}; preset cpu-demo's guard (gate paired k "
+        f"{results[0]['samples']['gate']}, audit paired k {results[0]['samples']['audit']}, "
+        f"margin {load_preset('cpu-demo').audit.margin:g}), languages {args.languages}, "
+        f"{args.rows} rows per candidate at lr {args.lr:g}; harmful rows print the public "
+        "example's output or the statement. Truth: greedy pass@1 on bench/holdout.py.",
+        "",
+        *report(results, args, (time.time() - started) / 60),
+    ]
+    print("\n".join(lines))
+    record(f"Graded real candidates through the guard, {len(results)} (bench/doses.py)", lines)
+
+
+if __name__ == "__main__":
+    main()
