@@ -35,8 +35,8 @@ demo: setup-demo
 	$(VENV)/bin/codeloop run --preset cpu-demo
 	$(VENV)/bin/codeloop report
 
-# The benchmarks (bench/heldout.py and bench/results.py are modules they share).
-BENCH_SCRIPTS := $(filter-out bench/heldout.py bench/results.py,$(wildcard bench/*.py))
+# The benchmarks (bench/devset.py and bench/results.py are modules they share).
+BENCH_SCRIPTS := $(filter-out bench/devset.py bench/results.py,$(wildcard bench/*.py))
 bench: setup-demo
 	@test -n "$(BENCH_SCRIPTS)" || echo "bench: no benchmark scripts yet"
 	@set -e; for script in $(BENCH_SCRIPTS); do echo "== $$script"; $(PY) $$script; done

@@ -5,7 +5,7 @@ SmolLM2-135M reads every weight once whatever the batch holds, so a wider batch
 should give more answers per second, until a step turns compute-bound or the
 longest answer of each batch dominates. This measures it on the prompts a round
 really sends: the inference recipe's conversations for the non-curriculum held-out
-tasks (bench/heldout.py) in every language of the preset. Per batch size: wall
+tasks (bench/devset.py) in every language of the preset. Per batch size: wall
 seconds, useful tokens/s, answers identical to the first size's (batch neighbours
 change floating-point sums, so greedy tokens may differ), and pass@1 in the sandbox.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import heldout
+import devset
 from results import record
 
 from codeloop import recipe
@@ -42,7 +42,7 @@ def main() -> None:
     config = load_preset(args.preset)
     if args.engine:
         config = with_values(config, {"engine": {"kind": args.engine}}, "--engine")
-    tasks = heldout.tasks(list(config.tasks.languages))
+    tasks = devset.tasks(list(config.tasks.languages))
     # spread over the languages: every k-th task
     step = max(1, len(tasks) // args.tasks)
     tasks = tasks[::step][: args.tasks]

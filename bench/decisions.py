@@ -30,7 +30,7 @@ not run (it would delete a rejected candidate's weights).
 
 Ground truth: greedy pass@1 of the base model and of the candidate on the clean
 held-out set (bench/holdout.py only: the bench refuses to run when that set no longer
-hashes to its frozen sha256, never falling back to the dev set bench/heldout.py), through bench/learning.py's `verdicts`. A candidate is truly helpful when the
+hashes to its frozen sha256, never falling back to the dev set bench/devset.py), through bench/learning.py's `verdicts`. A candidate is truly helpful when the
 paired 95% interval of its held-out gain lies above 0, truly harmful when it lies below
 0, neutral otherwise (the base model solves about 3% of the set, so a fall of 5 points
 is out of reach). Per rule the bench counts false rejects (truly helpful, rejected) and false
@@ -137,7 +137,7 @@ def heldout_set(languages: list[str]) -> tuple[list[Task], int, str]:
     """The ground-truth tasks, how many problems they hold, and where they come from:
     bench/holdout.py only. Its tasks() refuses (RuntimeError) when the set no longer
     hashes to its frozen sha256, and so does this bench: a truth that silently became
-    another set (the dev set bench/heldout.py, tuned on) would make every number here
+    another set (the dev set bench/devset.py, tuned on) would make every number here
     mean something else."""
     return holdout.tasks(languages), len(holdout.PROBLEMS), "bench/holdout.py"
 

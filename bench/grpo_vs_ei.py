@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import heldout
+import devset
 from learning import cells, evaluate, pooled
 from results import record
 
@@ -159,7 +159,7 @@ def main() -> None:
 
     languages = list(config.tasks.languages)
     fixed = [Task.model_validate(t) for t in store.read(session / "development.json")["tasks"]]
-    held = heldout.tasks(languages)
+    held = devset.tasks(languages)
     rows = []
     for name, adapter in adapters.items():
         dev, other = evaluate(config, adapter, fixed), evaluate(config, adapter, held)

@@ -3,17 +3,17 @@
 Rule: this set is never used for tuning or selection. No prompt, preset, recipe,
 export or training choice may be made by looking at scores on it, and no adapter,
 checkpoint or round may be picked by them; tuning uses the dev families only (the
-session's development set, and bench/heldout.py, which became a dev set once it was
+session's development set, and bench/devset.py, which became a dev set once it was
 used for tuning). The set is measured and reported, nothing else.
 
 Each problem is written in its own words, one or two operations on a few integers or a
 short string, at the level of the bundled SmolLM2-135M-Instruct. The set was meant to
 hold no curriculum family (codeloop/tasks/curriculum, tiers 1-4), no one-parameter
-variant of one, no variant of bench/heldout.py's twelve problems and none of the
+variant of one, no variant of bench/devset.py's twelve problems and none of the
 prompt's worked example (2 * a + b). That claim does not hold for 34 of the 64
 problems (issue 50): they are "kin", labelled in `KIN` with a one-line reason each.
 A problem is kin when it is the same computation as a curriculum family, a
-bench/heldout.py problem or the worked example up to one changed operator, constant,
+bench/devset.py problem or the worked example up to one changed operator, constant,
 predicate or output format (xor is sum-two with + replaced by ^, diagonals is
 sum-to-n's n * (n + 1) / 2 with + 1 replaced by - 3, ...), read conservatively (a
 plausible one-edit mapping is enough), or when such a reference passes every one of
@@ -44,7 +44,7 @@ one-formula problems (6 of 192), and four statements were made to spell out thei
 condition. The frozen set: javascript 6/64 (9.4%), python 0/64, c 0/64 (3.1% of
 192); typescript 1/64, cpp 5/64, java 4/64, go 1/64, rust 0/64; all eight languages
 17/512 (3.3%), 11 of the 64 problems solved in at least one language. That is the
-floor of the model's level (bench/heldout.py's twelve problems: 5.2% base in
+floor of the model's level (bench/devset.py's twelve problems: 5.2% base in
 bench/RESULTS.md), so nearly all of the range is left for a gain to show in.
 
 Report, per model: pass@1 pooled and per language, the number of distinct problems
@@ -622,7 +622,7 @@ KIN: dict[str, str] = {
     "word-lengths": "tier-2 capitalize-words with the per-word map replaced by len (tier-1 "
     "line-length of each word)",
 }
-"""Problems that are a curriculum family, a bench/heldout.py problem or the worked example
+"""Problems that are a curriculum family, a bench/devset.py problem or the worked example
 up to one edit (or whose cases such a reference passes): name -> why. Frozen by KIN_SHA256."""
 
 
@@ -727,7 +727,7 @@ def non_kin_interval(
     **options: Any,
 ) -> dict[str, Any]:
     """`paired_interval` on the non-kin problems only: the gain on problems unlike the
-    curriculum, bench/heldout.py and the worked example.
+    curriculum, bench/devset.py and the worked example.
 
     `tasks`, `before` and `after` are aligned, in `tasks(languages)`' order.
     """

@@ -7,16 +7,16 @@ round's candidate (before finish deletes a rejected candidate's weights, so a
 round that trained but was rejected still shows what its training did), and the
 model the session retains after the round, on:
   - the fixed development set (development.json: dev families, never trained on);
-  - held-out problems that are no curriculum family (bench/heldout.py), in every
+  - held-out problems that are no curriculum family (bench/devset.py), in every
     language of the preset, so a gain cannot come from the curriculum's wording;
   - the clean held-out test (bench/holdout.py: 64 frozen problems, in every language
-    of the preset), never used for tuning or selection: bench/heldout.py was used
+    of the preset), never used for tuning or selection: bench/devset.py was used
     for tuning and is a dev set now. It is measured on the base and the retained
     models only (never on a candidate): pass@1, the number of distinct problems
     solved (in at least one language), and the retained model's gain over the base
     model with its paired bootstrap interval over problems, on all 64 problems and on
     the non-kin ones (bench/holdout.py's KIN: problems that are a curriculum family,
-    a bench/heldout.py problem or the worked example up to one edit are left out).
+    a bench/devset.py problem or the worked example up to one edit are left out).
 Scores are cached by adapter sha256 (an accepted candidate is not measured twice).
 Per round it appends to bench/RESULTS.md: held-out pass@1 of candidate and retained
 model (the clean held-out test: retained model only), audit pass@1 when the audit
@@ -51,7 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import heldout
+import devset
 import holdout
 from results import record
 
@@ -252,7 +252,7 @@ def main() -> None:
         prepare = ["phase", "--session", str(session), "--round", "1", "--phase", "prepare"]
         subprocess.run([sys.executable, "-m", "codeloop", *prepare], check=True, env=env)
     fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
-    held = heldout.tasks(languages)
+    held = devset.tasks(languages)
     cache = ScoreCache(session / "bench-learning-scores.json", fixed, held, clean_tasks)
 
     def measure(adapter: Path | None) -> tuple[Score, Score]:

@@ -22,7 +22,7 @@ With `--max-epochs 2,8` every variant is also trained once per epoch cap (few ro
 at a low cap make only a few optimizer steps). Base and every adapter are then
 evaluated greedy, with the inference recipe, on
 tier-1 development tasks (never trained on) and on held-out problems that are no
-curriculum family (bench/heldout.py). Appends a table to bench/RESULTS.md.
+curriculum family (bench/devset.py). Appends a table to bench/RESULTS.md.
 
     .venv/bin/python bench/train_prompt.py --rows sessions/S/round-000004/train.jsonl
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import heldout
+import devset
 from learning import cells, evaluate, pooled, verdicts
 from prompts import dev_tasks
 from results import record
@@ -197,7 +197,7 @@ def main() -> None:
             if task["kind"] == "stdio"
         ]
     families = task_families(args.rows)
-    held = [t for t in heldout.tasks(languages)]
+    held = [t for t in devset.tasks(languages)]
     names = sorted({t.family for t in held})[: args.heldout]
     held = [t for t in held if t.family in names]
     epochs = [float(e) for e in (args.max_epochs or str(preset.train.max_epochs)).split(",")]

@@ -15,7 +15,7 @@ from codeloop.tasks.validate import trivial_pass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-import heldout
+import devset
 import holdout
 
 
@@ -74,9 +74,9 @@ def _curriculum_statements() -> set[str]:
 
 def test_no_statement_is_a_curriculum_heldout_or_worked_example_statement() -> None:
     taken = _curriculum_statements()
-    taken |= {_normal(problem[1]) for problem in heldout.PROBLEMS}
+    taken |= {_normal(problem[1]) for problem in devset.PROBLEMS}
     taken.add(_normal(recipe.WORKED_PROBLEM))
-    taken_names = {family.name for family in families()} | {p[0] for p in heldout.PROBLEMS}
+    taken_names = {family.name for family in families()} | {p[0] for p in devset.PROBLEMS}
     for name, statement, _inputs, _reference in holdout.PROBLEMS:
         assert _normal(statement) not in taken, name
         assert name not in taken_names, name
@@ -194,15 +194,15 @@ def _outputs(reference, inputs: list[str]) -> list[str | None]:
 
 
 def _known_references() -> dict[str, object]:
-    """Every curriculum family (a few draws of its parameters), heldout.py and the worked
+    """Every curriculum family (a few draws of its parameters), devset.py and the worked
     example, as whole input -> whole output without newline."""
     found: dict[str, object] = {}
     for family in families():
         for draw in range(12):
             params = family.params(random.Random(draw))
             found[f"{family.name} {params!r}"] = lambda text, f=family, p=params: f.solve(text, p)
-    for name, _statement, _inputs, reference in heldout.PROBLEMS:
-        found[f"heldout {name}"] = reference
+    for name, _statement, _inputs, reference in devset.PROBLEMS:
+        found[f"devset {name}"] = reference
     found["worked example"] = lambda text: str(2 * int(text.split()[0]) + int(text.split()[1]))
     return found
 
@@ -214,7 +214,7 @@ def _small(text: str) -> bool:
 
 
 def test_no_known_reference_passes_every_case_of_a_non_kin_problem() -> None:
-    """More than statements: a program written for a curriculum family, a heldout.py
+    """More than statements: a program written for a curriculum family, a devset.py
     problem or the worked example must fail some case of every non-kin problem."""
     references = _known_references()
     tiers = {family.name: family.tier for family in families()}
