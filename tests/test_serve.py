@@ -10,6 +10,8 @@ workers; every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -346,6 +348,103 @@ def test_code_reward_with_a_url_scores_as_the_local_one(base: str) -> None:
     assert remote(completions=completions, **rows) == local == [1.0, 0.5, 0.0]
     again = pickle.loads(pickle.dumps(remote))  # shipped to another process: no live client
     assert again(completions=completions, **rows) == local
+
+
+def test_killed_workers_under_load_lose_no_request_and_give_no_wrong_verdict() -> None:
+    """Faults under load: while 16 clients keep 48 checks coming, every sandbox worker
+    process is SIGKILLed twice. A check on a killed worker runs again on a fresh one
+    (or comes back as an environment error, which the client sends again): every
+    answer arrives, each with the verdict its program deserves, and the server serves on."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codeloop.sandbox.reaping import descendants
+    from codeloop.serve.client import ServeClient
+
+    slow = "import time\ntime.sleep(0.3)\n"
+    right = CheckRequest(language="python", program=slow + "print(int(input()) * 2)", cases=CASES)
+    wrong = CheckRequest(language="python", program=slow + "print(int(input()) + 2)", cases=CASES)
+    requests = [right if i % 3 else wrong for i in range(48)]
+    settings = Settings(token=TOKEN, max_in_flight=2, max_waiting=256, queue_timeout_s=120.0)
+
+    def workers() -> list[int]:
+        found = []
+        for pid in descendants(os.getpid()):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"codeloop.sandbox.worker" in command:
+                found.append(pid)
+        return found
+
+    with running(settings) as url, ServeClient(url, TOKEN, batch=1, backoff_s=0.2) as remote:
+        with ThreadPoolExecutor(16) as clients:
+            futures = [clients.submit(remote.check, request) for request in requests]
+            killed = 0
+            for _ in range(2):
+                time.sleep(1.5)
+                for pid in workers():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        killed += 1
+            found = [future.result(timeout=300) for future in futures]
+        assert killed >= 2, "no worker was killed: the test tested nothing"
+        assert [check.status for check in found] == [
+            "passed" if request is right else "wrong_answer" for request in requests
+        ]
+        after = remote.check(right)  # and it still serves
+        assert after.passed
+
+
+def test_slowloris_headers_are_cut_off_and_others_are_served() -> None:
+    """Twelve clients that drip their headers a byte at a time, more than the server's
+    connection limit (8): each is closed once its header deadline passes, and a normal
+    client is served meanwhile (at worst after one deadline), not refused forever."""
+    settings = dataclasses.replace(SETTINGS, header_timeout_s=1.0)
+    with running(settings, limit_concurrency=8) as url:
+        port = int(url.rsplit(":", 1)[1])
+        drips = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
+        try:
+            for sock in drips:
+                sock.sendall(b"GET /v1/ping HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+            closed = set()
+            deadline = time.monotonic() + 15
+            while len(closed) < len(drips) and time.monotonic() < deadline:
+                for index, sock in enumerate(drips):
+                    if index in closed:
+                        continue
+                    try:
+                        sock.sendall(b"a")
+                        sock.settimeout(0.05)
+                        if sock.recv(1) == b"":
+                            closed.add(index)
+                    except TimeoutError:
+                        pass
+                    except OSError:
+                        closed.add(index)
+                time.sleep(0.2)
+            assert len(closed) == len(drips), f"{len(drips) - len(closed)} slow clients kept"
+            served = httpx.get(f"{url}/v1/ping", timeout=10)
+            assert served.status_code == 200 and served.json() == "pong"
+        finally:
+            for sock in drips:
+                sock.close()
+
+
+def test_ten_thousand_connections_opened_and_dropped_leave_it_serving() -> None:
+    with running(SETTINGS, limit_concurrency=64) as url:
+        port = int(url.rsplit(":", 1)[1])
+        started = time.monotonic()
+        for index in range(10_000):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                if index % 2:  # half of them send half a request first
+                    sock.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\n")
+        assert time.monotonic() - started < 120
+        # The server may still be closing the last of them (its connection limit answers
+        # 503 meanwhile): it must be serving again within seconds, with nothing running.
+        wait_for(lambda: httpx.get(f"{url}/health", timeout=10).status_code == 200, 30.0)
+        assert httpx.get(f"{url}/health", timeout=10).json()["running"] == 0
+        assert httpx.get(f"{url}/v1/ping", timeout=10).json() == "pong"
 
 
 # --- auth, sizes, bodies ----------------------------------------------------------------

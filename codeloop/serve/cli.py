@@ -106,6 +106,7 @@ def serve(
         import uvicorn
 
         from codeloop.serve.app import create_app
+        from codeloop.serve.protocol import with_header_timeout
     except ImportError as error:
         raise ConfigError(
             f"codeloop serve needs FastAPI and uvicorn: pip install 'codeloop[serve]' ({error})"
@@ -123,6 +124,7 @@ def serve(
             lifespan="on",
             server_header=False,
             limit_concurrency=max_connections,
+            http=with_header_timeout(settings.header_timeout_s),
             timeout_graceful_shutdown=drain_timeout,
         )
     )

@@ -61,6 +61,9 @@ class Settings:
     """Longest a `/v1/check` may keep a worker: its cases times its time limit."""
     body_timeout_s: float = 30.0
     """How long a client may take to send its body (slow-drip clients get 408)."""
+    header_timeout_s: float = 10.0
+    """How long a connection may take to send a request's headers before it is closed
+    (slowloris clients; `protocol.HeaderDeadline`)."""
     max_run_timeout_s: float = 60.0
     max_compile_timeout_s: float = 120.0
     default_memory_mib: int = 1024

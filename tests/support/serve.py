@@ -13,15 +13,23 @@ import uvicorn
 
 from codeloop.serve.app import create_app
 from codeloop.serve.limits import Settings
+from codeloop.serve.protocol import with_header_timeout
 
 
 @contextlib.contextmanager
-def running(settings: Settings) -> Iterator[str]:
+def running(settings: Settings, limit_concurrency: int | None = None) -> Iterator[str]:
     """The app for `settings` served by uvicorn on 127.0.0.1, an ephemeral port, in a
     thread; stopped (its lifespan drained) on exit."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(settings), log_config=None, access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        create_app(settings),
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        limit_concurrency=limit_concurrency,
+        http=with_header_timeout(settings.header_timeout_s),
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
