@@ -63,6 +63,12 @@ def main() -> None:
     parser.add_argument(
         "--attacks", type=Path, default=ROOT / "tests" / "test_function_verdicts.py"
     )
+    parser.add_argument(
+        "--url",
+        default=None,
+        help="check through this `codeloop serve` (its /v1/check/batch, token from "
+        "$CODELOOP_SERVE_TOKEN) instead of the sandbox in this process",
+    )
     args = parser.parse_args()
     spec = importlib.util.spec_from_file_location("attacks", args.attacks)
     assert spec is not None and spec.loader is not None
@@ -81,10 +87,18 @@ def main() -> None:
             wanted.append(
                 (language, "canonical", request(rows[task_id], rows[task_id]["canonical_solution"]))
             )
-    checks = check_many([req for _l, _n, req in wanted], workers=2)
+    asked = [req for _l, _n, req in wanted]
+    if args.url:
+        from codeloop.serve.client import ServeClient
+
+        with ServeClient(args.url) as remote:
+            checks = remote.check_many(asked)
+    else:
+        checks = check_many(asked, workers=2)
+    path = f"codeloop serve at {args.url} (/v1/check/batch)" if args.url else "the sandbox"
     lines = [
         f"Wrong answers from {args.attacks.relative_to(ROOT) if args.attacks.is_relative_to(ROOT) else args.attacks}"
-        " through the sandbox; forged = a wrong answer judged passed.",
+        f" through {path}; forged = a wrong answer judged passed.",
         "",
         "| language | wrong answers | forged | canonical passed | forged attacks |",
         "|---|---|---|---|---|",

@@ -334,6 +334,34 @@ def test_serve_client_raises_on_refusals_and_on_no_server(base: str) -> None:
         nobody.check(request)  # never a failed check: no verdict at all
 
 
+def test_the_attack_suites_forge_nothing_over_http(base: str) -> None:
+    """tests/test_function_verdicts.py's Python and JavaScript attacks (wrong answers that
+    print the success marker, exit early, neutralise asserts, reach the test, ...) sent
+    through /v1/check/batch: none is judged passed, and the canonical solutions of the
+    attacked tasks are (all 52 languages' suites: `bench/forgery.py --url`)."""
+    from codeloop.data import HUMANEVAL_X
+    from codeloop.evaluate import load_humaneval_x
+    from codeloop.evaluate.humaneval import humaneval_x_job
+    from codeloop.serve.client import ServeClient
+    from tests.test_function_verdicts import ATTACKS, JS_ATTACKS
+
+    rows = load_humaneval_x(HUMANEVAL_X, ["python", "javascript"]).rows
+
+    def request(task_id: str, generation: str) -> CheckRequest:
+        return humaneval_x_job(rows[task_id], generation).request()
+
+    attacks = [*ATTACKS.values(), *JS_ATTACKS.values()]
+    attacked = sorted({task_id for task_id, _body in attacks})
+    asked = [request(task_id, body) for task_id, body in attacks]
+    asked += [request(task_id, rows[task_id]["canonical_solution"]) for task_id in attacked]
+    with ServeClient(base, TOKEN) as remote:
+        found = remote.check_many(asked)
+    forged = [i for i, check in enumerate(found[: len(attacks)]) if check.passed]
+    names = [*ATTACKS, *JS_ATTACKS]
+    assert not forged, [names[i] for i in forged]
+    assert all(check.passed for check in found[len(attacks) :]), attacked
+
+
 def test_code_reward_with_a_url_scores_as_the_local_one(base: str) -> None:
     import pickle
 
