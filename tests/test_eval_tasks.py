@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -25,9 +22,9 @@ from codeloop.evaluate.scoring import check_requests, pass_at_k
 from codeloop.evaluate.stdio import stdio_problems
 from codeloop.evaluate.suites import suite_tasks
 from codeloop.sandbox import CheckRequest
-from codeloop.sandbox.pool import WorkerPool, get_pool
-from codeloop.sandbox.reaping import descendants
+from codeloop.sandbox.pool import get_pool
 from tests.support.loop_fixtures import fence
+from tests.support.worker_kills import DOUBLE_CASES, SLOW_DOUBLE, kill_workers_mid_check
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -53,48 +50,6 @@ RIGHT = {
     ),
 }
 WRONG = fence("python", "print(4)")  # right on the public example of "double" only
-
-
-SLOW_DOUBLE = "import time\nn = int(input())\ntime.sleep(2)\nprint(2 * n)\n"
-"""Right, and slow enough to be caught running: its worker is killed mid-check."""
-DOUBLE_CASES = [{"input": "21\n", "output": "42\n"}]
-
-
-def _running(pid: int, marker: str) -> bool:
-    """Whether a process under `pid` runs a command line containing `marker`."""
-    for child in descendants(pid):
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as handle:
-                if marker.encode() in handle.read():
-                    return True
-        except OSError:
-            continue
-    return False
-
-
-def kill_workers_mid_check(
-    pool: WorkerPool, times: int, marker: str = "main.py"
-) -> tuple[threading.Thread, list[int]]:
-    """SIGKILL the pool's worker process whenever one is running a program (a command line
-    with `marker`), `times` times, each time a different (fresh) worker process: a sandbox
-    worker that dies during an honest check. Returns the watcher and the killed pids."""
-    killed: list[int] = []
-
-    def watch() -> None:
-        deadline = time.monotonic() + 240
-        while len(killed) < times and time.monotonic() < deadline:
-            for worker in pool.workers:
-                process = worker.process
-                if process is None or process.pid in killed or process.poll() is not None:
-                    continue
-                if _running(process.pid, marker):
-                    os.kill(process.pid, signal.SIGKILL)
-                    killed.append(process.pid)
-            time.sleep(0.02)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread, killed
 
 
 def slow_request() -> CheckRequest:

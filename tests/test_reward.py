@@ -131,7 +131,7 @@ def test_a_worker_dying_during_an_honest_check_is_never_a_zero() -> None:
     the probe passed and the completion got 0.0 as 'imitating a sandbox error')."""
     from codeloop.config import SandboxConfig
     from codeloop.sandbox.pool import get_pool
-    from tests.test_eval_tasks import DOUBLE_CASES, SLOW_DOUBLE, kill_workers_mid_check
+    from tests.support.worker_kills import DOUBLE_CASES, SLOW_DOUBLE, kill_workers_mid_check
 
     reward = CodeReward(sandbox=SandboxConfig(workers=1))
     columns = {"language": ["python"], "cases": [json.dumps(DOUBLE_CASES)]}
