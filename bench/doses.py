@@ -270,7 +270,7 @@ def agrees(accepted: bool, points: list[dict[str, Any]]) -> bool:
 
 
 def _pct(value: float) -> str:
-    return f"{100 * value:.0f}%"
+    return f"{100 * value:.1f}%".replace(".0%", "%")
 
 
 def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
@@ -321,7 +321,8 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
     lines += [
         "",
         "Measured per candidate against its parent (bench/guard_inputs.py's measure_set): "
-        "the simulator's inputs on real candidates of two base rounds and five doses.",
+        f"the simulator's inputs on real candidates of {len({r['seed'] for r in results})} "
+        f"base rounds and {len({r['dose'] for r in results})} doses.",
         "",
         "| candidate | set | greedy same text | sample same text | outcome correlation | "
         "sample pass parent / candidate | discordant pairs |",
@@ -345,7 +346,7 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
         f"{agreeing} of {len(results)} real decisions inside the simulator's band (the "
         f"outcome had a chance of at least {_pct(BAND_CHANCE)} somewhere in f's interval). "
         f"rho: each candidate's own share of same-text answers (table below), {args.reps} "
-        "simulated decisions per point. Wall time of this invocation {minutes:.1f} min; per "
+        f"simulated decisions per point. Wall time of this invocation {minutes:.1f} min; per "
         "candidate (minutes): "
         + ", ".join(f"{r['name']} {r['seconds'] / 60:.1f}" for r in results)
         + ".",
