@@ -40,7 +40,7 @@ With `recheck`, the sandbox runs again, in one batch for the whole session:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,20 @@ def _verified(rows_file: Path) -> set[str]:
     return found
 
 
+@dataclass
+class _Seen:
+    """What the rounds checked so far establish, for the rounds after them."""
+
+    fixed: list[str] | None
+    train_tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    validation_ids: set[str] = field(default_factory=set)
+    validation_families: set[str] = field(default_factory=set)
+    verified: set[str] = field(default_factory=set)
+    rows_to_recheck: list[tuple[int, dict[str, Any], str]] = field(default_factory=list)
+    accepted: list[int] = field(default_factory=list)
+    evidence: _Evidence = field(default_factory=lambda: _Evidence())
+
+
 def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
     """Every check of the module docstring on the session at `root`."""
     session = store.SessionPaths(root)
@@ -119,109 +133,12 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
         raise CodeloopError(f"{session.root}: not a session folder (no config.toml)")
     checks = _Checks()
     development = _read(session.development)
-    fixed = sorted(t["id"] for t in development["tasks"]) if development else None
-    train_tasks: dict[str, dict[str, Any]] = {}
-    validation_ids: set[str] = set()
-    validation_families: set[str] = set()
-    verified: set[str] = set()
-    rows_to_recheck: list[tuple[int, dict[str, Any], str]] = []
-    accepted: list[int] = []
-    evidence = _Evidence()
+    seen = _Seen(sorted(t["id"] for t in development["tasks"]) if development else None)
     for number in session.rounds():
-        folder = session.round(number)
-        result = {p: _read(folder / f"{p}.json") for p in PHASES}
-        if result["prepare"] is None:
-            continue
-        if not checks.sha(
-            number, "tasks", folder / "tasks.json", result["prepare"].get("tasks_sha256")
-        ):
-            continue  # nothing below can be trusted against a changed task list
-        assigned = store.read(folder / "tasks.json")
-        try:
-            check_assignment(assigned["train"], assigned["validation"], "tasks.json")
-            checks.add(number, "splits", True)
-        except CodeloopError as error:
-            checks.add(number, "splits", False, str(error))
-        if fixed is not None:
-            checks.add(
-                number,
-                "development set",
-                sorted(assigned.get("fixed_ids", [])) == fixed,
-                "the round's fixed development ids are not development.json's",
-            )
-        train_tasks.update({t["id"]: t for t in assigned["train"]})
-        validation_ids.update(t["id"] for t in assigned["validation"])
-        validation_families.update(t["family"] for t in assigned["validation"])
-        if result["collect"] is not None:
-            rows_file = folder / "collect-rows.json"
-            if checks.sha(number, "collect", rows_file, result["collect"].get("rows_sha256")):
-                verified |= _verified(rows_file)
-        for phase in ("baseline", "candidate"):
-            if result[phase] is not None:
-                checks.sha(
-                    number, phase, folder / f"{phase}-rows.json", result[phase].get("rows_sha256")
-                )
-        if result["export"] is not None:
-            rows = _check_export(checks, number, folder, result["export"])
-            before = len(checks.findings)
-            for row in rows:
-                task = train_tasks.get(row.get("task_id"))
-                planted = row.get("task_id") in validation_ids or (
-                    task is not None and task["family"] in validation_families
-                )
-                if task is None or planted:
-                    what = "a validation task or family" if planted else "no train task"
-                    checks.add(number, "export rows", False, f"{row.get('task_id')}: {what}")
-                    continue
-                program = _program(row)
-                recorded = row.get("verification", {}).get("program_sha256")
-                if program is None or program not in verified:
-                    checks.add(
-                        number,
-                        "export rows",
-                        False,
-                        f"{row['task_id']}: its program is not one that collect verified",
-                    )
-                elif recorded != store.sha256_bytes(program.encode()):
-                    checks.add(
-                        number, "export rows", False, f"{row['task_id']}: program sha256 differs"
-                    )
-                else:
-                    rows_to_recheck.append((number, task, program))
-            if rows and len(checks.findings) == before:
-                checks.add(number, "export rows", True)
-        finish = result["finish"]
-        if result["train"] is not None and not result["train"].get("skipped"):
-            _check_adapter(checks, number, folder, result["train"], finish)
-        for phase in ("audit-parent", "audit-candidate"):
-            if result[phase] is not None and not result[phase].get("skipped"):
-                checks.sha(
-                    number,
-                    phase,
-                    folder / phase / "summary.json",
-                    result[phase].get("summary_sha256"),
-                )
-        if finish is not None:
-            changed = [
-                name
-                for name, digest in finish.get("inputs", {}).items()
-                if not (session.root / name).exists()
-                or store.sha256_file(session.root / name) != digest
-            ]
-            checks.add(
-                number,
-                "finish inputs",
-                not changed,
-                f"{len(changed)} input(s) changed since finish, e.g. {changed[:1]}",
-            )
-            _check_decision(checks, session.root, number, finish)
-            if finish.get("accepted"):
-                accepted.append(number)
-        if recheck:
-            _gather(evidence, number, folder, result, assigned["validation"])
+        _check_round(checks, session, number, seen, recheck)
     status = _read(session.status)
     if status is not None:
-        expected = f"{store.round_name(accepted[-1])}/adapter" if accepted else None
+        expected = f"{store.round_name(seen.accepted[-1])}/adapter" if seen.accepted else None
         checks.add(
             None,
             "retained adapter",
@@ -230,8 +147,110 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
             f"gives {expected}",
         )
     if recheck:
-        _recheck(checks, session.root, rows_to_recheck, evidence)
+        _recheck(checks, session.root, seen.rows_to_recheck, seen.evidence)
     return checks.findings
+
+
+def _check_round(
+    checks: _Checks, session: store.SessionPaths, number: int, seen: _Seen, recheck: bool
+) -> None:
+    """One round's checks, in phase order; what it establishes goes into `seen`."""
+    folder = session.round(number)
+    result = {p: _read(folder / f"{p}.json") for p in PHASES}
+    if result["prepare"] is None:
+        return
+    tasks_sha = result["prepare"].get("tasks_sha256")
+    if not checks.sha(number, "tasks", folder / "tasks.json", tasks_sha):
+        return  # nothing below can be trusted against a changed task list
+    assigned = store.read(folder / "tasks.json")
+    try:
+        check_assignment(assigned["train"], assigned["validation"], "tasks.json")
+        checks.add(number, "splits", True)
+    except CodeloopError as error:
+        checks.add(number, "splits", False, str(error))
+    if seen.fixed is not None:
+        checks.add(
+            number,
+            "development set",
+            sorted(assigned.get("fixed_ids", [])) == seen.fixed,
+            "the round's fixed development ids are not development.json's",
+        )
+    seen.train_tasks.update({t["id"]: t for t in assigned["train"]})
+    seen.validation_ids.update(t["id"] for t in assigned["validation"])
+    seen.validation_families.update(t["family"] for t in assigned["validation"])
+    if result["collect"] is not None:
+        rows_file = folder / "collect-rows.json"
+        if checks.sha(number, "collect", rows_file, result["collect"].get("rows_sha256")):
+            seen.verified |= _verified(rows_file)
+    for phase in ("baseline", "candidate"):
+        if result[phase] is not None:
+            digest = result[phase].get("rows_sha256")
+            checks.sha(number, phase, folder / f"{phase}-rows.json", digest)
+    if result["export"] is not None:
+        rows = _check_export(checks, number, folder, result["export"])
+        _check_export_rows(checks, number, rows, seen)
+    finish = result["finish"]
+    if result["train"] is not None and not result["train"].get("skipped"):
+        _check_adapter(checks, number, folder, result["train"], finish)
+    for phase in ("audit-parent", "audit-candidate"):
+        if result[phase] is not None and not result[phase].get("skipped"):
+            checks.sha(
+                number, phase, folder / phase / "summary.json", result[phase].get("summary_sha256")
+            )
+    if finish is not None:
+        _check_finish(checks, session.root, number, finish)
+        if finish.get("accepted"):
+            seen.accepted.append(number)
+    if recheck:
+        _gather(seen.evidence, number, folder, result, assigned["validation"])
+
+
+def _check_export_rows(
+    checks: _Checks, number: int, rows: list[dict[str, Any]], seen: _Seen
+) -> None:
+    """Each exported row is a train task's, never a validation task's or family's, and
+    its program is one collect verified (queued for `--recheck`'s re-run)."""
+    before = len(checks.findings)
+    for row in rows:
+        task = seen.train_tasks.get(row.get("task_id"))
+        planted = row.get("task_id") in seen.validation_ids or (
+            task is not None and task["family"] in seen.validation_families
+        )
+        if task is None or planted:
+            what = "a validation task or family" if planted else "no train task"
+            checks.add(number, "export rows", False, f"{row.get('task_id')}: {what}")
+            continue
+        program = _program(row)
+        recorded = row.get("verification", {}).get("program_sha256")
+        if program is None or program not in seen.verified:
+            checks.add(
+                number,
+                "export rows",
+                False,
+                f"{row['task_id']}: its program is not one that collect verified",
+            )
+        elif recorded != store.sha256_bytes(program.encode()):
+            checks.add(number, "export rows", False, f"{row['task_id']}: program sha256 differs")
+        else:
+            seen.rows_to_recheck.append((number, task, program))
+    if rows and len(checks.findings) == before:
+        checks.add(number, "export rows", True)
+
+
+def _check_finish(checks: _Checks, root: Path, number: int, finish: dict[str, Any]) -> None:
+    """The files finish decided from are unchanged, and its decision is theirs."""
+    changed = [
+        name
+        for name, digest in finish.get("inputs", {}).items()
+        if not (root / name).exists() or store.sha256_file(root / name) != digest
+    ]
+    checks.add(
+        number,
+        "finish inputs",
+        not changed,
+        f"{len(changed)} input(s) changed since finish, e.g. {changed[:1]}",
+    )
+    _check_decision(checks, root, number, finish)
 
 
 def _check_decision(checks: _Checks, root: Path, number: int, finish: dict[str, Any]) -> None:
