@@ -1,56 +1,149 @@
-"""Every language's home provides every part of the `Language` interface, and the registry
-is the only list of languages the rest of the code reads."""
+"""Every language's home gives one `HOME` that meets the `Home` contract (each field of
+the declared type), and the registry is the only list of languages the rest of the code
+reads."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import os
+import re
+import types
+import typing
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from codeloop import config, recipe
-from codeloop.sandbox import function_tests
-from codeloop.sandbox.language import HumanEvalX, Language
+from codeloop.sandbox import function_tests, harness
+from codeloop.sandbox.home import Home
+from codeloop.sandbox.language import Language
 from codeloop.sandbox.languages import HOMES, LANGUAGES, get, home
 from codeloop.tasks.sources.humaneval_x import FILE_CODES
 
 FOLDER = Path(function_tests.__file__).parent / "languages"
+SANDBOX = FOLDER.parent
 
 
-@pytest.mark.parametrize("module", HOMES, ids=lambda module: module.LANGUAGE.name)
-def test_every_home_provides_every_part(module) -> None:
-    language = module.LANGUAGE
-    assert isinstance(language, Language)
-    assert module.__name__.rsplit(".", 1)[-1] == language.name  # folder name = language name
-    assert isinstance(module.NAME, str) and module.NAME
-    assert isinstance(module.FENCES, tuple) and module.FENCES and module.FENCES[0]
-    assert isinstance(module.WORKED_ANSWER, str) and module.WORKED_ANSWER.endswith("\n")
-    assert module.HUMANEVAL_X is None or isinstance(module.HUMANEVAL_X, HumanEvalX)
-    assert module.compose_test is None or callable(module.compose_test)
-    assert module.trivial_programs is None or callable(module.trivial_programs)
-    assert module.compile_setup is None or callable(module.compile_setup)
-    if module.compose_test is not None:
-        # a language with function tests has its trusted files and trivial answers too
-        assert (FOLDER / language.name / "box" / "__init__.py").is_file()
-        assert module.trivial_programs is not None
-        assert module.HUMANEVAL_X is not None
+def conforms(value: object, hint: object) -> bool:
+    """Whether `value` is of the type `hint`, as far as runtime can tell: a callable for a
+    `Callable` (its signature is the type checker's), element by element for tuples."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if origin is Callable:
+        return callable(value)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(item, args[0]) for item in value)
+        return len(args) == len(value) and all(map(conforms, value, args))
+    if origin is dict:
+        key, item = typing.get_args(hint)
+        assert isinstance(value, dict)
+        return all(conforms(k, key) and conforms(v, item) for k, v in value.items())
+    return isinstance(value, origin or hint)
+
+
+def mistyped(instance: object) -> list[str]:
+    """The fields of a dataclass instance whose value is not of the declared type."""
+    hints = typing.get_type_hints(type(instance))
+    return [
+        f"{field.name}: {getattr(instance, field.name)!r} is not {hints[field.name]}"
+        for field in dataclasses.fields(instance)  # type: ignore[arg-type]
+        if not conforms(getattr(instance, field.name), hints[field.name])
+    ]
+
+
+@pytest.mark.parametrize("found", HOMES, ids=lambda found: found.language.name)
+def test_every_home_meets_the_contract(found: Home) -> None:
+    language = found.language
+    module = importlib.import_module(f"codeloop.sandbox.languages.{language.name}")
+    assert module.HOME is found  # folder name = language name, one HOME per home
+    assert found.__file__ == module.__file__ and found.folder == Path(module.__file__).parent
+    assert isinstance(found, Home) and isinstance(language, Language)
+    assert mistyped(found) == []
+    assert mistyped(language) == []
+    assert found.title and found.fences and found.fences[0]
+    assert found.worked_answer.endswith("\n") and found.hello.endswith("\n")
+    if found.compose_test is not None:
+        # a language with function tests has its trusted files and trivial answers too;
+        # HumanEval-X naming is optional (a language HumanEval-X lacks may have tasks)
+        assert (found.folder / "box" / "__init__.py").is_file()
+        assert found.trivial_programs is not None
+
+
+def test_the_contract_catches_a_field_of_the_wrong_type() -> None:
+    python = home("python")
+    assert mistyped(dataclasses.replace(python, fences="python")) != []
+    assert mistyped(dataclasses.replace(python, compose_test="not a function")) != []
+    assert mistyped(dataclasses.replace(python.language, mounts=["/etc"])) != []
+
+
+def test_a_language_without_humaneval_x_may_have_function_tests() -> None:
+    python = home("python")
+    assert mistyped(dataclasses.replace(python, humaneval_x=None)) == []
 
 
 def test_the_registry_is_every_folder_and_the_config_list() -> None:
     folders = sorted(path.name for path in FOLDER.iterdir() if (path / "__init__.py").is_file())
     assert folders == sorted(LANGUAGES)
     assert tuple(LANGUAGES) == config.LANGUAGES  # config validates names before import
-    assert [get(name) for name in LANGUAGES] == [module.LANGUAGE for module in HOMES]
+    assert [get(name) for name in LANGUAGES] == [found.language for found in HOMES]
+    assert [home(name) for name in LANGUAGES] == list(HOMES)
     with pytest.raises(ValueError, match="unknown language 'cobol'; known: python"):
         home("cobol")
 
 
 def test_tables_elsewhere_are_views_of_the_homes() -> None:
-    assert {m.LANGUAGE.name: m.WORKED_ANSWER for m in HOMES} == recipe.WORKED_ANSWERS
-    assert {m.LANGUAGE.name: m.FENCES[0] for m in HOMES} == recipe.FENCE_TAGS
+    assert {h.language.name: h.worked_answer for h in HOMES} == recipe.WORKED_ANSWERS
+    assert {h.language.name: h.fences[0] for h in HOMES} == recipe.FENCE_TAGS
     assert {
-        m.LANGUAGE.name: m.HUMANEVAL_X.file_code for m in HOMES if m.HUMANEVAL_X is not None
+        h.language.name: h.humaneval_x.file_code for h in HOMES if h.humaneval_x is not None
     } == FILE_CODES
     assert function_tests.supported() == sorted(
-        m.LANGUAGE.name for m in HOMES if m.compose_test is not None
+        h.language.name for h in HOMES if h.compose_test is not None
     )
     assert recipe.fenced("x = 1\n", "cpp").startswith("```cpp\n")
+
+
+def test_the_old_home_names_are_views_of_the_fields() -> None:
+    """Modules outside the sandbox read `LANGUAGE`, `NAME`, `FENCES`, `WORKED_ANSWER` and
+    `HUMANEVAL_X` from the registry's homes; they stay the fields' values."""
+    for found in HOMES:
+        assert found.LANGUAGE is found.language and found.title == found.NAME
+        assert found.fences == found.FENCES and found.worked_answer == found.WORKED_ANSWER
+        assert found.humaneval_x == found.HUMANEVAL_X
+
+
+def test_no_generic_sandbox_module_names_a_language() -> None:
+    """What one language needs is its home's (a field or a hook): the sandbox's own
+    modules never test for a language by name."""
+    names = "|".join(re.escape(name) for name in LANGUAGES)
+    quoted = re.compile(rf"""["']({names})["']""")
+    found = {
+        path.name: quoted.findall(path.read_text())
+        for path in SANDBOX.glob("*.py")
+        if quoted.search(path.read_text())
+    }
+    assert found == {}
+
+
+def test_every_language_mount_is_read_only_in_every_sandbox(tmp_path: Path) -> None:
+    """A language's own host folders (`Language.mounts`: the JVM's configuration) are bound
+    as the system folders are: read-only, in every sandbox, as before they moved into
+    the language's home."""
+    limits = harness.RunLimits(
+        wall_s=1, cpu_s=1, memory_mib=64, output_bytes=1, processes=1, workdir_mib=1
+    )
+    args = harness.bind_args(tmp_path, False, limits, [], {}, "/")
+    triples = list(zip(args, args[1:], args[2:], strict=False))
+    mounts = [path for h in HOMES for path in h.language.mounts if os.path.exists(path)]
+    for path in mounts:
+        assert ("--ro-bind", path, path) in triples
+        assert ("--bind", path, path) not in triples

@@ -92,6 +92,36 @@ def test_doctor_reports_every_language() -> None:
     assert result.stdout.count("works") == 8
 
 
+def test_doctor_checks_each_home_with_its_own_hello_program(monkeypatch) -> None:
+    """doctor's languages and programs are the registry's homes: a 9th home (here a second
+    Python flavour) is checked with its own hello program, no table in the CLI to extend
+    (a language missing from such a table once made doctor fail with a KeyError)."""
+    from dataclasses import replace
+
+    from codeloop.sandbox import cli as sandbox_cli
+    from codeloop.sandbox import languages
+    from codeloop.sandbox.languages import HOMES, home
+    from codeloop.sandbox.request import Check
+
+    python = home("python")
+    flavour = replace(python.language, name="python-flavour")
+    toy = replace(python, language=flavour, hello="print(input().strip())\n")
+    asked: list = []
+
+    def check_many(requests, **_options):
+        asked.extend(requests)
+        return [Check(status="passed") for _ in requests]
+
+    monkeypatch.setattr(languages, "HOMES", (*HOMES, toy))
+    monkeypatch.setattr(sandbox_cli.dispatch, "check_many", check_many)
+    monkeypatch.setattr(sandbox_cli.pool, "describe", lambda backend: "stub")
+    monkeypatch.setattr(sandbox_cli, "version_of", lambda language: f"{language.name} 1.0")
+    sandbox_cli.doctor(config=None)
+    assert [(request.language, request.program) for request in asked] == [
+        (found.language.name, found.hello) for found in (*HOMES, toy)
+    ]
+
+
 def test_a_check_with_nothing_to_run_is_refused_never_passed(tmp_path: Path) -> None:
     """Zero cases (or an empty test program) would pass any program: a vacuous verdict."""
     rows = [

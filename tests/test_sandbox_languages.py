@@ -175,11 +175,15 @@ def test_missing_toolchain_is_an_environment_error_naming_the_fix(monkeypatch) -
     (the whole check path: the registry's entry is replaced, not a helper called)."""
     from dataclasses import replace
 
+    from codeloop.sandbox import languages
     from codeloop.sandbox.check import Sandbox
-    from codeloop.sandbox.languages import go
 
-    absent = replace(go.LANGUAGE, tools=("/nonexistent/bin/go",))
-    monkeypatch.setattr(go, "LANGUAGE", absent)
+    absent = replace(languages.get("go"), tools=("/nonexistent/bin/go",))
+    homes = tuple(
+        replace(home, language=absent) if home.language.name == "go" else home
+        for home in languages.HOMES
+    )
+    monkeypatch.setattr(languages, "HOMES", homes)
     sandbox = Sandbox("bwrap", worker=7)
     try:
         check = sandbox.check(CheckRequest(language="go", program="package main\n", cases=CASES))
@@ -294,3 +298,33 @@ def test_current_rust_and_go_features_compile() -> None:
     assert {lang: c.status for lang, c in checks.items()} == dict.fromkeys(languages, "passed"), {
         lang: c.feedback[:300] for lang, c in checks.items()
     }
+
+
+def test_a_ninth_language_is_one_home_in_the_registry(monkeypatch) -> None:
+    """A toy 9th language (a second Python flavour), registered as a home and nothing else,
+    is checked like the eight: a stdio check and a function test, each passing a right
+    answer and failing a wrong one, with no module outside its home told about it."""
+    from dataclasses import replace
+
+    from codeloop.sandbox import languages
+    from codeloop.sandbox.check import Sandbox
+
+    python = languages.home("python")
+    flavour = replace(python.language, name="python-flavour", aliases=())
+    monkeypatch.setattr(languages, "HOMES", (*languages.HOMES, replace(python, language=flavour)))
+    monkeypatch.setitem(languages.LANGUAGES, flavour.name, flavour)
+    test = "def check(f):\n    assert f(2) == 4\n\ncheck(double)\n"
+    sandbox = Sandbox("bwrap", worker=7)
+    try:
+        stdio = [
+            sandbox.check(CheckRequest(language=flavour.name, program=program, cases=CASES))
+            for program in PROGRAMS["python"][:2]
+        ]
+        tests = [
+            sandbox.check(CheckRequest(language=flavour.name, program=program, test=test))
+            for program in ("def double(x):\n    return 2 * x\n", "def double(x):\n    return x\n")
+        ]
+    finally:
+        sandbox.close()
+    assert [check.status for check in stdio] == ["passed", "wrong_answer"]
+    assert [check.status for check in tests] == ["passed", "wrong_answer"], tests[0].feedback

@@ -18,8 +18,9 @@ from codeloop.sandbox import harness
 from codeloop.sandbox.cache import shared_folder
 from codeloop.sandbox.compiler import COMPILE_TIMED_OUT, Compiler
 from codeloop.sandbox.function_tests import TaskRefused, TestContext, compose
+from codeloop.sandbox.home import Home, WarmRunner
 from codeloop.sandbox.language import Language
-from codeloop.sandbox.languages import get
+from codeloop.sandbox.languages import HOMES, get
 from codeloop.sandbox.request import (
     FEEDBACK_CHARS,
     MAX_PROGRAM_BYTES,
@@ -39,8 +40,6 @@ from codeloop.sandbox.verdict import (
     outputs_match,
     test_verdict,
 )
-from codeloop.sandbox.warm import WarmPython
-from codeloop.sandbox.warm import enabled as warm_enabled
 
 
 class Sandbox:
@@ -50,13 +49,20 @@ class Sandbox:
         self.backend = harness.make_backend(backend, worker)
         self.scratch = shared_folder("scratch", None) / f"w{worker}"
         self.compiler = Compiler(self.backend, self.scratch)
-        """The worker's compiles, its compile cache and javac service (`compiler.py`)."""
-        warm = warm_enabled() and self.backend.name == "bwrap"
-        self.warm = WarmPython(self.backend) if warm else None
-        """The worker's warm Python sandbox (None: every check starts a cold one)."""
+        """The worker's compiles, its compile cache and compile services (`compiler.py`)."""
+        self.warm: WarmRunner | None = None
+        """The worker's warm sandbox for function tests (None: every check starts a cold
+        one), of the first home that keeps one here (`Home.warm_runner`)."""
+        self.warm_home: Home | None = None
+        """The home whose tests run in `warm`."""
+        for home in HOMES:
+            runner = home.warm_runner(self.backend) if home.warm_runner else None
+            if runner is not None:
+                self.warm, self.warm_home = runner, home
+                break
 
     def close(self) -> None:
-        """Stop the warm sandbox and the javac service, and remove their cgroups (the
+        """Stop the warm sandbox and the compile services, and remove their cgroups (the
         worker is done)."""
         if self.warm is not None:
             self.warm.stop()
@@ -65,12 +71,18 @@ class Sandbox:
 
     def describe(self) -> str:
         text = self.backend.describe()
-        if self.warm is not None:
+        if self.warm is not None and self.warm_home is not None:
             if not self.warm.problem:
                 self.warm.problem = self.warm.start()  # said only once it has started
             state = f"off ({self.warm.problem})" if self.warm.problem else "on"
-            text += f"; warm Python sandbox: {state}"
+            text += f"; warm {self.warm_home.title} sandbox: {state}"
         return text
+
+    def _runs_warm(self, language: Language) -> bool:
+        """Whether `language`'s function tests run in the worker's warm sandbox now."""
+        if self.warm is None or self.warm.problem or self.warm_home is None:
+            return False
+        return self.warm_home.language.name == language.name
 
     def _failed(self, status: str, feedback: str, **extra: object) -> Check:
         return failed_check(status, feedback, self.backend.name, **extra)
@@ -195,8 +207,8 @@ class Sandbox:
             return self._failed("environment_error", str(error), task_error=True)
         except ValueError as error:
             return self._failed("environment_error", str(error))
-        if self.warm is not None and not self.warm.problem and language.name == "python":
-            # A Python test runs in the worker's warm sandbox. One that cannot run here
+        if self._runs_warm(language):
+            # Such a test runs in the worker's warm sandbox. One that cannot run here
             # (or broke) is switched off for this worker with its reason in `describe()`,
             # and the check runs cold: only slower.
             program = build.files[language.source]

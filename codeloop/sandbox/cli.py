@@ -14,12 +14,17 @@ from rich.table import Table
 
 from codeloop import config as session_config
 from codeloop.errors import CodeloopError, ConfigError
-from codeloop.sandbox import dispatch, pool
-from codeloop.sandbox.languages import LANGUAGES, toolchain_version
+from codeloop.sandbox import dispatch, languages, pool
+from codeloop.sandbox.language import version_of
+from codeloop.sandbox.languages import LANGUAGES
 from codeloop.sandbox.request import Check, CheckRequest
 
 out = Console()
 err = Console(stderr=True)
+
+
+_NEEDS_PROMPT = ", ".join(sorted(name for name, lang in LANGUAGES.items() if lang.needs_prompt))
+"""The languages whose function tests need `--prompt` (`Language.needs_prompt`)."""
 
 
 def _sandbox_settings(config: Path | None) -> session_config.SandboxConfig:
@@ -84,7 +89,7 @@ def check(
         None,
         "--prompt",
         help="With --test: trusted code declaring the function under test (needed for "
-        "cpp, go, java, rust: the test is compiled apart from the solution).",
+        f"{_NEEDS_PROMPT}: the test is compiled apart from the solution).",
     ),
     entry_point: str | None = typer.Option(
         None, "--entry-point", help="With --test: the function under test."
@@ -172,48 +177,36 @@ def _check_batch(
     out.print(f"{len(items)} checks -> {output}: {summary or 'nothing to check'}")
 
 
-_HELLO = {
-    "python": "print(input())\n",
-    "javascript": "console.log(require('fs').readFileSync(0, 'utf8').trim());\n",
-    "typescript": "import * as fs from 'fs';\nconsole.log(fs.readFileSync(0, 'utf8').trim());\n",
-    "c": '#include <stdio.h>\nint main(void){char s[64];scanf("%63s",s);puts(s);}\n',
-    "cpp": "#include <iostream>\nint main(){std::string s;std::cin>>s;std::cout<<s<<'\\n';}\n",
-    "java": "public class Main { public static void main(String[] a) {\n"
-    " System.out.println(new java.util.Scanner(System.in).next()); } }\n",
-    "rust": "fn main(){let mut s=String::new();std::io::stdin().read_line(&mut s).unwrap();"
-    'println!("{}",s.trim());}\n',
-    "go": 'package main\nimport "fmt"\nfunc main(){var s string\nfmt.Scan(&s)\nfmt.Println(s)}\n',
-}
-
-
 def doctor(
     config: Path | None = typer.Option(None, "--config", "-c", help="Take [sandbox] from here."),
 ) -> None:
     """Check each language's toolchain and the sandbox on this machine."""
     settings = _sandbox_settings(config)
     out.print(f"sandbox: {pool.describe(settings.backend)}")
+    # Every home's own hello program: a language is checked as soon as it is registered.
+    homes = languages.HOMES
     requests = [
         CheckRequest(
-            language=name,
-            program=_HELLO[name],
+            language=home.language.name,
+            program=home.hello,
             limits=settings.limits,
             cases=[{"input": "hello\n", "output": "hello\n"}],
         )
-        for name in LANGUAGES
+        for home in homes
     ]
     results = dispatch.check_many(requests, workers=settings.workers, backend=settings.backend)
     table = Table(title="codeloop doctor")
     for column in ("language", "toolchain", "sandbox", "to fix"):
         table.add_column(column)
     broken = 0
-    for name, result in zip(LANGUAGES, results, strict=True):
-        version = toolchain_version(name)
+    for home, result in zip(homes, results, strict=True):
+        version = version_of(home.language)
         fix = ""
         if not result.passed:
             broken += 1
-            fix = LANGUAGES[name].install if version.startswith("missing") else result.feedback
+            fix = home.language.install if version.startswith("missing") else result.feedback
         state = "[green]works[/]" if result.passed else f"[red]{result.status}[/]"
-        table.add_row(name, version, state, fix[:200])
+        table.add_row(home.language.name, version, state, fix[:200])
     out.print(table)
     if broken:
         raise CodeloopError(f"{broken} language(s) cannot be checked here; see 'to fix' above")

@@ -9,7 +9,9 @@ environment error and never a wrong answer.
 
 A worker resolves each language's toolchain once (`Toolchain`: its home's compile
 extras and its version, a part of every cache key), so that a compile reads as the
-steps it takes: the language's extras, the cache, the compiler, the cache.
+steps it takes: the language's extras, the cache, the compiler, the cache. Where a
+home keeps a long-lived compiler (`Home.compile_service`), the compiler step asks it
+first.
 """
 
 from __future__ import annotations
@@ -17,17 +19,15 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness
 from codeloop.sandbox.cache import CompileCache, compile_key, locked
+from codeloop.sandbox.home import CompileService, CompileSetup
 from codeloop.sandbox.language import Language, version_of
-from codeloop.sandbox.languages import home
-from codeloop.sandbox.languages.java import javac_service
-from codeloop.sandbox.languages.java.javac import JAVAC_BATCH_JAR, JAVAC_BATCH_MOUNT, javac_batch
+from codeloop.sandbox.languages import HOMES, home
 from codeloop.sandbox.request import COMPILE_VIRTUAL_OVERHEAD_MIB, Check
 from codeloop.sandbox.testbuild import TestBuild
 from codeloop.sandbox.verdict import _compile_feedback, _decode, failed_check
@@ -38,9 +38,6 @@ on a quieter machine)."""
 CANARY_TTL_S = 120.0
 """How long a worker trusts a toolchain after its canary compiled."""
 
-Setup = Callable[..., tuple[list[str], list[tuple[str, str, bool]], dict[str, str]]]
-"""A home's `compile_setup(host, language, source, argv) -> (argv, binds, env)`."""
-
 
 @dataclass(frozen=True)
 class Toolchain:
@@ -48,7 +45,7 @@ class Toolchain:
 
     version: str
     """The first line of the toolchain's version output: part of every cache key."""
-    setup: Setup | None
+    setup: CompileSetup | None
     """The home's compile extras (Go: the shared build cache; C++: precompiled headers)."""
 
 
@@ -79,7 +76,7 @@ def compile_limits(limits: SandboxLimits) -> harness.RunLimits:
 
 class Compiler:
     """A worker's compiles: its backend and scratch folder, the compile cache, the
-    canary's last pass per language, and the javac service where there is one.
+    canary's last pass per language, and the compile services its homes keep.
 
     It is also the `BuildHost` the language homes build their one-time builds with."""
 
@@ -89,9 +86,12 @@ class Compiler:
         self.cache = CompileCache()
         self._toolchains: dict[str, Toolchain] = {}
         self._canary_passed: dict[str, float] = {}
-        service = javac_service.enabled() and backend.name == "bwrap"
-        self.javac = javac_service.JavacService(backend, scratch) if service else None
-        """The worker's javac JVM (None: every Java compile starts its own)."""
+        self.services: dict[str, CompileService] = {}
+        """Per language, the worker's long-lived compiler (none: each compile starts its own)."""
+        for found in HOMES:
+            service = found.compile_service(backend, scratch) if found.compile_service else None
+            if service is not None:
+                self.services[found.language.name] = service
 
     def compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
         return compile_limits(limits)
@@ -99,10 +99,16 @@ class Compiler:
     def _failed(self, status: str, feedback: str, **extra: object) -> Check:
         return failed_check(status, feedback, self.backend.name, **extra)
 
+    @property
+    def javac(self) -> CompileService | None:
+        """The worker's first compile service (today the only one, Java's javac JVM): the
+        name tests and probes read it by."""
+        return next(iter(self.services.values()), None)
+
     def close(self) -> None:
-        """Stop the javac service (the worker is done)."""
-        if self.javac is not None:
-            self.javac.stop()
+        """Stop the compile services (the worker is done)."""
+        for service in self.services.values():
+            service.stop()
 
     def toolchain(self, language: Language) -> Toolchain:
         """The language's toolchain, looked up on the worker's first compile in it."""
@@ -236,25 +242,11 @@ class Compiler:
         files: dict[str, bytes],
         limits: SandboxLimits,
     ) -> harness.RunResult | None:
-        """A Java compile by the worker's javac service (None: compile the one-shot way)."""
-        if self.javac is None or language.name != "java":
+        """A compile by the language's compile service (None: compile the one-shot way)."""
+        service = self.services.get(language.name)
+        if service is None:
             return None
-        batch = javac_batch(self, language)
-        if batch is None:
-            return None
-        request = javac_service.groups_of(argv, f"{JAVAC_BATCH_MOUNT}/{JAVAC_BATCH_JAR}")
-        if request is None:
-            return None
-        return self.javac.compile(
-            language,
-            batch[0],
-            JAVAC_BATCH_MOUNT,
-            JAVAC_BATCH_JAR,
-            request,
-            box,
-            files,
-            compile_limits(limits),
-        )
+        return service.compile_program(self, language, argv, box, files, compile_limits(limits))
 
     def _run_compiler(
         self,

@@ -79,9 +79,11 @@ _SYSTEM_RO = (
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
-    "/etc/java-17-openjdk",
     "/etc/ssl/certs",
 )
+"""Host folders every sandbox sees read-only (where they exist), with `_shared`."""
+_shared: tuple[str, ...] = ()
+"""The languages' own folders outside /usr (`Language.mounts`), `share_read_only`'s."""
 _MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _MIB = 1 << 20
 
@@ -148,6 +150,17 @@ CPU, so it cannot slow other workers' programs into timeouts (compiles are trust
 tools and keep every CPU)."""
 
 
+def share_read_only(paths: Sequence[str]) -> None:
+    """Let every sandbox see `paths` read-only (where they exist), as the system folders.
+
+    The registry calls it with every language's `Language.mounts`, so that the harness
+    never names a toolchain: a runtime's configuration outside /usr (the JVM's) is
+    needed wherever that runtime starts, including sandboxes no check of its language
+    set up (a compile service, one-time builds, the tests' own runs)."""
+    global _shared
+    _shared = tuple(dict.fromkeys([*_shared, *paths]))
+
+
 def bind_args(
     box: Path | None,
     writable: bool,
@@ -168,7 +181,7 @@ def bind_args(
         "ALL",
         "--clearenv",
     ]
-    for path in _SYSTEM_RO:
+    for path in (*_SYSTEM_RO, *_shared):
         if os.path.exists(path):
             args += ["--ro-bind", path, path]
     for path in _MERGED_USR:
@@ -222,7 +235,7 @@ def run(
     namespace and cgroup) and killed when `argv` ends; the two talk over two pipes
     only. `{requests}` and `{replies}` in either argv become the fd numbers of each
     side's ends (argv writes requests and reads replies). This is how a test process
-    stays out of reach of the solution it calls (see `languages/javascript/box`). The
+    stays out of reach of the solution it calls (see a home's `box/`). The
     partner's /box is a box of its own holding only `solution_files` (paths in `box`): the test's
     source, binary and inputs are never in a folder the solution can read.
 

@@ -1,8 +1,8 @@
 """The `Language` interface: how to compile, run and version-check one language.
 
-Each language's whole story lives in its home, `sandbox/languages/<name>/`, which
-defines `LANGUAGE` (an instance of this class) and `compose_test` (its function
-tests, or None); `sandbox/languages/__init__.py` is the one registry. Commands are
+Each language's whole story lives in its home, `sandbox/languages/<name>/`, whose
+`HOME` (`home.Home`) holds an instance of this class beside its function tests,
+prompt parts and hooks; `sandbox/languages/__init__.py` is the one registry. Commands are
 argv templates with `{box}` (the read-only folder holding the source and build
 output, `/box` inside the sandbox) and `{mem}` (the memory limit in MiB). Every tool
 is named by its system path: toolchains under unreadable homes (pyenv, rustup in
@@ -74,6 +74,16 @@ class Language:
     """Compile flags a debug build leaves out (Rust's `-O`: overflow checks stay on)."""
     debug_run_with: tuple[str, ...] = ()
     """Run flags a debug build adds after the runtime's path (Java's `-ea`: asserts on)."""
+    mounts: tuple[str, ...] = ()
+    """Host folders outside /usr the toolchain reads (Java's /etc/java-17-openjdk, the
+    JVM's configuration). Every sandbox binds them read-only where they exist, as it
+    does the system folders (`harness.share_read_only`, called by the registry): the
+    toolchain also runs in sandboxes no check of its language asked for (a compile
+    service, one-time builds)."""
+    needs_entry_point: bool = False
+    """A function test needs `entry_point`, or a `prompt` that declares it: the test
+    then runs apart from the solution (JavaScript's, which finds no `check(...)` call).
+    Refused when the request is made."""
 
     def run_argv(self, memory_mib: int) -> list[str]:
         return [part.format(box=BOX, mem=memory_mib) for part in self.run]

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from codeloop.config import SandboxLimits
+
+if TYPE_CHECKING:
+    from codeloop.sandbox.language import Language
 
 Status = Literal[
     "passed",
@@ -46,12 +49,11 @@ class Case(BaseModel):
     output: str
 
 
-def _needs_prompt(language: str) -> bool:
-    """Whether the language's home builds function tests against the trusted `prompt`."""
+def _registered(language: str) -> Language | None:
+    """The registry's entry for `language` (None: unknown, which the check reports)."""
     from codeloop.sandbox.languages import LANGUAGES  # the registry imports this module
 
-    found = LANGUAGES.get(language)
-    return found is not None and found.needs_prompt
+    return LANGUAGES.get(language)
 
 
 def parse_checker(checker: str) -> tuple[str, float]:
@@ -108,7 +110,8 @@ class CheckRequest(BaseModel):
             raise ValueError("a check needs at least one test case (or a test program)")
         if self.test is not None and not self.test.strip():
             raise ValueError("the test program is empty")
-        if self.test is not None and _needs_prompt(self.language) and not self.prompt.strip():
+        found = _registered(self.language) if self.test is not None else None
+        if found is not None and found.needs_prompt and not self.prompt.strip():
             # Without the function's trusted declaration the test cannot be built apart
             # from the solution, and in one process the solution could forge the verdict.
             raise ValueError(
@@ -117,13 +120,13 @@ class CheckRequest(BaseModel):
                 "test is compiled apart from the solution"
             )
         if (
-            self.test is not None
-            and self.language == "javascript"
+            found is not None
+            and found.needs_entry_point
             and not self.prompt.strip()
             and not self.entry_point
         ):
             raise ValueError(
-                "a javascript function test needs `entry_point` (or a `prompt` that "
+                f"a {self.language} function test needs `entry_point` (or a `prompt` that "
                 "declares it), so that the test runs apart from the solution"
             )
         return self

@@ -13,7 +13,7 @@ The worker talks to the zygote over a SOCK_SEQPACKET socket: one message per che
 JSON header plus the check's fds: stdin, stdout, stderr, a report socket, the program
 in a memfd, and the cgroup.procs files to join). The check's pid 1 says "ready" on the
 report socket; with SO_PASSCRED the kernel hands us its pid in our namespace, so we
-hold a pidfd to kill the whole check by, and say "go". When it ends, its parent (the
+hold a pidfd to kill the whole check by, and say `go`. When it ends, its parent (the
 zygote, or with CODELOOP_WARM_CLONE=off an intermediate process) reports the exit
 status and CPU time on the same socket. A test that ran to its end needs neither: its
 driver prints the nonce last and closes its output, and the worker moves on while the
@@ -316,7 +316,7 @@ class WarmPython:
                 result.oom_killed = usage.oom_killed
                 if usage.peak_memory_kib is not None:
                     result.peak_memory_kib = usage.peak_memory_kib
-            # Removing the cgroup waits for its last process: done after the next "go".
+            # Removing the cgroup waits for its last process: done after the next `go`.
             self._finished.append(prepared)
             if result.setup_error is None or not reused:
                 return result

@@ -1,24 +1,29 @@
 """The language registry: one home per language, each a folder beside this file.
 
 A home (`sandbox/languages/<name>/__init__.py`) holds everything the project knows
-about its language: `LANGUAGE` (toolchain, mounts, stdio build and run, limits),
-`compose_test` (how a function test is composed and run, or None for stdio-only
-languages) and, in `box/`, the trusted files its function tests run with. Adding a
-language is one new folder and one line in `HOMES` (docs/ADDING_A_LANGUAGE.md).
+about its language and exports it as one `HOME` (`sandbox.home.Home`: its `Language`,
+prompt parts, function tests, trivial answers, `doctor`'s hello program and the hooks
+only some languages need); in `box/`, the trusted files its function tests run with.
+Every list and order of languages in the package is read from `HOMES`. Adding a
+language is one new folder and its place in `HOMES` (docs/ADDING_A_LANGUAGE.md).
 """
 
 from __future__ import annotations
 
-from types import ModuleType
-
+from codeloop.sandbox import harness
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, NODE_MODULES, Language, version_of
 from codeloop.sandbox.languages import c, cpp, go, java, javascript, python, rust, typescript
 from codeloop.sandbox.languages.go.toolchain import GO, GO_PATH, MODERN_GO
 
-HOMES: tuple[ModuleType, ...] = (python, javascript, typescript, c, cpp, java, rust, go)
+HOMES: tuple[Home, ...] = tuple(
+    module.HOME for module in (python, javascript, typescript, c, cpp, java, rust, go)
+)
 """Every language's home, in the order languages are listed."""
 
-LANGUAGES: dict[str, Language] = {home.LANGUAGE.name: home.LANGUAGE for home in HOMES}
+LANGUAGES: dict[str, Language] = {home.language.name: home.language for home in HOMES}
+
+harness.share_read_only([path for home in HOMES for path in home.language.mounts])
 
 __all__ = [
     "BOX",
@@ -28,6 +33,7 @@ __all__ = [
     "LANGUAGES",
     "MODERN_GO",
     "NODE_MODULES",
+    "Home",
     "Language",
     "get",
     "home",
@@ -35,17 +41,17 @@ __all__ = [
 ]
 
 
-def home(name: str) -> ModuleType:
+def home(name: str) -> Home:
     """The home of language `name`; a clear error lists the known languages."""
-    for module in HOMES:
-        if module.LANGUAGE.name == name:
-            return module
+    for found in HOMES:
+        if found.language.name == name:
+            return found
     raise ValueError(f"unknown language {name!r}; known: {', '.join(LANGUAGES)}")
 
 
 def get(name: str) -> Language:
     """The registry entry for `name`; a clear error lists the known languages."""
-    return home(name).LANGUAGE
+    return home(name).language
 
 
 def toolchain_version(name: str) -> str:

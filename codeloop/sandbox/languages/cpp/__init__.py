@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from codeloop.config import SandboxLimits
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
 from codeloop.sandbox.languages.cpp import box
 from codeloop.sandbox.languages.cpp.headers import (
@@ -19,7 +20,7 @@ from codeloop.sandbox.languages.cpp.headers import (
     shared_builds,
     stdcxx_pch,
 )
-from codeloop.sandbox.languages.cpp.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.languages.cpp.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
     BuildHost,
     TestBuild,
@@ -137,20 +138,23 @@ def compile_setup(
     return [argv[0], "-I/pch", *argv[1:]], [(str(pch), "/pch", False)], {}
 
 
-NAME = "C++"
-"""The language's name in prompts."""
-FENCES = ("cpp", "c++", "cxx")
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = (
-    "#include <iostream>\n"
-    "\n"
-    "int main() {\n"
-    "    long long a, b;\n"
-    "    std::cin >> a >> b;\n"
-    "    std::cout << 2 * a + b << std::endl;\n"
-    "    return 0;\n"
-    "}\n"
+HOME = Home(
+    language=LANGUAGE,
+    title="C++",
+    fences=("cpp", "c++", "cxx"),
+    worked_answer=(
+        "#include <iostream>\n"
+        "\n"
+        "int main() {\n"
+        "    long long a, b;\n"
+        "    std::cin >> a >> b;\n"
+        "    std::cout << 2 * a + b << std::endl;\n"
+        "    return 0;\n"
+        "}\n"
+    ),
+    hello="#include <iostream>\nint main(){std::string s;std::cin>>s;std::cout<<s<<'\\n';}\n",
+    humaneval_x=HumanEvalX(file_code="cpp", task_prefix="CPP"),
+    compose_test=compose_test,
+    trivial_programs=trivial_programs,
+    compile_setup=compile_setup,
 )
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = HumanEvalX(file_code="cpp", task_prefix="CPP")
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""

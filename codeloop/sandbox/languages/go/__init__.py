@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from codeloop.sandbox.cache import shared_folder
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
 from codeloop.sandbox.languages.go import box
 from codeloop.sandbox.languages.go.cache import go_check_cache, go_warm_cache
@@ -25,7 +26,7 @@ from codeloop.sandbox.languages.go.library import (
 )
 from codeloop.sandbox.languages.go.source import _go_code_only, go_split_imports, go_test_file
 from codeloop.sandbox.languages.go.toolchain import GO, GO_PATH
-from codeloop.sandbox.languages.go.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.languages.go.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
     BuildHost,
     TestBuild,
@@ -173,21 +174,24 @@ def compile_setup(
     return argv, binds, env
 
 
-NAME = "Go"
-"""The language's name in prompts."""
-FENCES = ("go", "golang")
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = (
-    "package main\n"
-    "\n"
-    'import "fmt"\n'
-    "\n"
-    "func main() {\n"
-    "\tvar a, b int64\n"
-    "\tfmt.Scan(&a, &b)\n"
-    "\tfmt.Println(2*a + b)\n"
-    "}\n"
+HOME = Home(
+    language=LANGUAGE,
+    title="Go",
+    fences=("go", "golang"),
+    worked_answer=(
+        "package main\n"
+        "\n"
+        'import "fmt"\n'
+        "\n"
+        "func main() {\n"
+        "\tvar a, b int64\n"
+        "\tfmt.Scan(&a, &b)\n"
+        "\tfmt.Println(2*a + b)\n"
+        "}\n"
+    ),
+    hello='package main\nimport "fmt"\nfunc main(){var s string\nfmt.Scan(&s)\nfmt.Println(s)}\n',
+    humaneval_x=HumanEvalX(file_code="go", task_prefix="Go"),
+    compose_test=compose_test,
+    trivial_programs=trivial_programs,
+    compile_setup=compile_setup,
 )
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = HumanEvalX(file_code="go", task_prefix="Go")
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""

@@ -1,16 +1,20 @@
 """Java: javac and the JVM, and function tests as two JVMs in two sandboxes (`box`): the
 test's Main and the solution compiled apart, run with assertions enabled (Java/151's
-last check is an `assert`); javac starts from a class-data archive (`javac`).
+last check is an `assert`); javac starts from a class-data archive (`javac`), and each
+worker keeps one javac JVM for all its compiles (`javac_service`).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from codeloop.sandbox import harness
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
-from codeloop.sandbox.languages.java import box
+from codeloop.sandbox.languages.java import box, javac_service
 from codeloop.sandbox.languages.java.javac import _javac_steps
-from codeloop.sandbox.languages.java.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.languages.java.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
     PIPES,
     BuildHost,
@@ -51,6 +55,7 @@ LANGUAGE = Language(
     version=("/usr/bin/javac", "-version"),
     tools=("/usr/bin/javac", "/usr/bin/java"),
     install="apt-get install default-jdk-headless",
+    mounts=("/etc/java-17-openjdk",),
     address_space=False,
     virtual_overhead_mib=4096,
     processes=64,
@@ -103,25 +108,36 @@ def compose_test(
     raise refuse_unsafe("java", "arrays, user-defined classes")
 
 
-compile_setup = None
-"""No compile extras beyond `LANGUAGE`."""
+def _javac_service(backend: harness.Backend, scratch: Path) -> javac_service.JavacService | None:
+    """The worker's javac JVM, where bubblewrap isolates and CODELOOP_JAVAC_SERVICE is not
+    off (None: every Java compile starts its own)."""
+    if not javac_service.enabled() or backend.name != "bwrap":
+        return None
+    return javac_service.JavacService(backend, scratch)
 
-NAME = "Java"
-"""The language's name in prompts."""
-FENCES = ("java",)
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = (
-    "import java.util.Scanner;\n"
-    "\n"
-    "public class Main {\n"
-    "    public static void main(String[] args) {\n"
-    "        Scanner in = new Scanner(System.in);\n"
-    "        long a = in.nextLong();\n"
-    "        long b = in.nextLong();\n"
-    "        System.out.println(2 * a + b);\n"
-    "    }\n"
-    "}\n"
+
+HOME = Home(
+    language=LANGUAGE,
+    title="Java",
+    fences=("java",),
+    worked_answer=(
+        "import java.util.Scanner;\n"
+        "\n"
+        "public class Main {\n"
+        "    public static void main(String[] args) {\n"
+        "        Scanner in = new Scanner(System.in);\n"
+        "        long a = in.nextLong();\n"
+        "        long b = in.nextLong();\n"
+        "        System.out.println(2 * a + b);\n"
+        "    }\n"
+        "}\n"
+    ),
+    hello=(
+        "public class Main { public static void main(String[] a) {\n"
+        " System.out.println(new java.util.Scanner(System.in).next()); } }\n"
+    ),
+    humaneval_x=HumanEvalX(file_code="java", task_prefix="Java"),
+    compose_test=compose_test,
+    trivial_programs=trivial_programs,
+    compile_service=_javac_service,
 )
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = HumanEvalX(file_code="java", task_prefix="Java")
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""

@@ -32,6 +32,8 @@ from pathlib import Path
 from codeloop.sandbox import harness, runs, seccomp
 from codeloop.sandbox.cgroups import RunCgroup
 from codeloop.sandbox.language import BOX, Language
+from codeloop.sandbox.languages.java.javac import JAVAC_BATCH_JAR, JAVAC_BATCH_MOUNT, javac_batch
+from codeloop.sandbox.testbuild import BuildHost
 
 SERVICE_CLASS = "CodeloopJavac"
 _MAX_REQUESTS = 400
@@ -170,6 +172,27 @@ class JavacService:
         if self._folder is not None:
             harness.remove_box(self._folder)
             self._folder = None
+
+    def compile_program(
+        self,
+        host: BuildHost,
+        language: Language,
+        argv: list[str],
+        box: Path,
+        files: dict[str, bytes],
+        limits: harness.RunLimits,
+    ) -> harness.RunResult | None:
+        """The one-shot compile `argv` done by this service (`home.CompileService`); None
+        where it cannot be (no batch compiler jar, a command it has no request for)."""
+        batch = javac_batch(host, language)
+        if batch is None:
+            return None
+        request = groups_of(argv, f"{JAVAC_BATCH_MOUNT}/{JAVAC_BATCH_JAR}")
+        if request is None:
+            return None
+        return self.compile(
+            language, batch[0], JAVAC_BATCH_MOUNT, JAVAC_BATCH_JAR, request, box, files, limits
+        )
 
     def compile(
         self,

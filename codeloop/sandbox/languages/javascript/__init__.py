@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import re
 
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, NODE_MODULES, HumanEvalX, Language
 from codeloop.sandbox.languages.javascript import box
-from codeloop.sandbox.languages.javascript.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.languages.javascript.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
     BuildHost,
     TaskRefused,
@@ -36,6 +37,7 @@ LANGUAGE = Language(
     out_of_memory=("heap out of memory", "Allocation failed"),
     compile_error=("SyntaxError:",),
     compile_error_with=("internalCompileFunction", "wrapSafe"),
+    needs_entry_point=True,
 )
 
 
@@ -86,17 +88,16 @@ def _javascript_entry(prompt: str) -> str | None:
     return last[0] or last[1]
 
 
-compile_setup = None
-"""No compile extras beyond `LANGUAGE`."""
-
-NAME = "JavaScript"
-"""The language's name in prompts."""
-FENCES = ("javascript", "js", "node")
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = (
-    'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
-    "console.log(2 * a + b);\n"
+HOME = Home(
+    language=LANGUAGE,
+    title="JavaScript",
+    fences=("javascript", "js", "node"),
+    worked_answer=(
+        'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+        "console.log(2 * a + b);\n"
+    ),
+    hello="console.log(require('fs').readFileSync(0, 'utf8').trim());\n",
+    humaneval_x=HumanEvalX(file_code="js", task_prefix="JavaScript"),
+    compose_test=compose_test,
+    trivial_programs=trivial_programs,
 )
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = HumanEvalX(file_code="js", task_prefix="JavaScript")
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""

@@ -1,5 +1,5 @@
-"""Python: its sandbox entry, and function tests in two processes (the test's driver and
-the solution's server, `box`).
+"""Python: its sandbox entry, function tests in two processes (the test's driver and the
+solution's server, `box`), and each worker's warm sandbox for them (`sandbox.warm`).
 """
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import re
 
+from codeloop.sandbox import harness, warm
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
 from codeloop.sandbox.languages.python import box
-from codeloop.sandbox.languages.python.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.languages.python.trivial import trivial_programs
 from codeloop.sandbox.testbuild import PIPES, BuildHost, TestBuild, TestContext, make_nonce, vacuous
 
 LANGUAGE = Language(
@@ -67,14 +69,19 @@ def _check_target(test: str) -> str | None:
     return calls[-1] if calls else None
 
 
-compile_setup = None
-"""No compile extras beyond `LANGUAGE`."""
+def _warm_runner(backend: harness.Backend) -> warm.WarmPython | None:
+    """The worker's warm sandbox, where bubblewrap isolates and CODELOOP_WARM is not off."""
+    return warm.WarmPython(backend) if warm.enabled() and backend.name == "bwrap" else None
 
-NAME = "Python"
-"""The language's name in prompts."""
-FENCES = ("python", "py", "python3")
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(2 * a + b)\n"
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = HumanEvalX(file_code="python", task_prefix="Python")
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""
+
+HOME = Home(
+    language=LANGUAGE,
+    title="Python",
+    fences=("python", "py", "python3"),
+    worked_answer="import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(2 * a + b)\n",
+    hello="print(input())\n",
+    humaneval_x=HumanEvalX(file_code="python", task_prefix="Python"),
+    compose_test=compose_test,
+    trivial_programs=trivial_programs,
+    warm_runner=_warm_runner,
+)

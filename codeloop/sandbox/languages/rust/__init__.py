@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, HumanEvalX, Language
 from codeloop.sandbox.languages.rust import box
 from codeloop.sandbox.languages.rust.crates import (
@@ -17,7 +18,7 @@ from codeloop.sandbox.languages.rust.crates import (
     rust_rpc_library,
     uses_rand_07_api,
 )
-from codeloop.sandbox.languages.rust.trivial import trivial_programs as trivial_programs
+from codeloop.sandbox.languages.rust.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
     BuildHost,
     TaskRefused,
@@ -139,23 +140,25 @@ def compose_test(
     raise refuse_unsafe("rust", "references to user-defined types, trait objects")
 
 
-compile_setup = None
-"""No compile extras beyond `LANGUAGE`."""
-
-NAME = "Rust"
-"""The language's name in prompts."""
-FENCES = ("rust", "rs")
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = (
-    "use std::io::Read;\n"
-    "\n"
-    "fn main() {\n"
-    "    let mut input = String::new();\n"
-    "    std::io::stdin().read_to_string(&mut input).unwrap();\n"
-    "    let v: Vec<i64> = input.split_whitespace().map(|x| x.parse().unwrap()).collect();\n"
-    '    println!("{}", 2 * v[0] + v[1]);\n'
-    "}\n"
+HOME = Home(
+    language=LANGUAGE,
+    title="Rust",
+    fences=("rust", "rs"),
+    worked_answer=(
+        "use std::io::Read;\n"
+        "\n"
+        "fn main() {\n"
+        "    let mut input = String::new();\n"
+        "    std::io::stdin().read_to_string(&mut input).unwrap();\n"
+        "    let v: Vec<i64> = input.split_whitespace().map(|x| x.parse().unwrap()).collect();\n"
+        '    println!("{}", 2 * v[0] + v[1]);\n'
+        "}\n"
+    ),
+    hello=(
+        "fn main(){let mut s=String::new();std::io::stdin().read_line(&mut s).unwrap();"
+        'println!("{}",s.trim());}\n'
+    ),
+    humaneval_x=HumanEvalX(file_code="rust", task_prefix="Rust"),
+    compose_test=compose_test,
+    trivial_programs=trivial_programs,
 )
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = HumanEvalX(file_code="rust", task_prefix="Rust")
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""

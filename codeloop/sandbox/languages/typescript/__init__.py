@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import NODE_MODULES, Language
 
 LANGUAGE = Language(
@@ -41,24 +42,15 @@ LANGUAGE = Language(
     out_of_memory=("heap out of memory", "Allocation failed"),
 )
 
-compose_test = None
-
-
-compile_setup = None
-"""No compile extras beyond `LANGUAGE`."""
-
-NAME = "TypeScript"
-"""The language's name in prompts."""
-FENCES = ("typescript", "ts")
-"""Code-fence tags an answer may use; the first is the one prompts ask for."""
-WORKED_ANSWER = (
-    'import * as fs from "fs";\n'
-    "\n"
-    'const [a, b] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
-    "console.log(2 * a + b);\n"
+HOME = Home(
+    language=LANGUAGE,
+    title="TypeScript",
+    fences=("typescript", "ts"),
+    worked_answer=(
+        'import * as fs from "fs";\n'
+        "\n"
+        'const [a, b] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);\n'
+        "console.log(2 * a + b);\n"
+    ),
+    hello="import * as fs from 'fs';\nconsole.log(fs.readFileSync(0, 'utf8').trim());\n",
 )
-"""The ideal answer to the prompt's worked example (`recipe.WORKED_PROBLEM`)."""
-HUMANEVAL_X = None
-"""How HumanEval-X names this language (None: not in HumanEval-X)."""
-trivial_programs = None
-"""No trivial-answer builder: the language has no function tasks."""
