@@ -29,7 +29,8 @@ from results import record
 from codeloop import recipe
 from codeloop.config import load_preset, with_values
 from codeloop.engines import create
-from codeloop.sandbox import CheckRequest, check_many
+from codeloop.sandbox import check_many
+from codeloop.tasks.checks import request as check_request
 
 
 def main() -> None:
@@ -68,15 +69,7 @@ def main() -> None:
                 program = recipe.source(text, task.language)
             except ValueError:
                 continue
-            requests.append(
-                CheckRequest(
-                    language=task.language,
-                    program=program,
-                    cases=[case.model_dump() for case in task.cases],
-                    checker=task.checker,
-                    limits=config.sandbox.limits,
-                )
-            )
+            requests.append(check_request(task, program, config.sandbox))
             where.append(index)
         checks = check_many(
             requests, workers=config.sandbox.workers, backend=config.sandbox.backend

@@ -61,8 +61,9 @@ from codeloop.engines import create
 from codeloop.engines.base import adapter_sha256
 from codeloop.loop.common import PHASES
 from codeloop.loop.launcher import open_session
-from codeloop.sandbox import CheckRequest, check_many
+from codeloop.sandbox import check_many
 from codeloop.store import sha256_json
+from codeloop.tasks.checks import request as check_request
 from codeloop.tasks.schema import Task
 
 Score = dict[str, list[int]]
@@ -86,15 +87,7 @@ def verdicts(config: SessionConfig, adapter: Path | None, tasks: list[Task]) -> 
             program = recipe.source(completion.text, task.language)
         except ValueError:
             continue
-        requests.append(
-            CheckRequest(
-                language=task.language,
-                program=program,
-                cases=[case.model_dump() for case in task.cases],
-                checker=task.checker,
-                limits=config.sandbox.limits,
-            )
-        )
+        requests.append(check_request(task, program, config.sandbox))
         where.append(index)
     checks = check_many(requests, workers=config.sandbox.workers, backend=config.sandbox.backend)
     for index, check in zip(where, checks, strict=True):
