@@ -162,12 +162,14 @@ def test_cli_end_to_end_on_a_tiny_samples_file(tmp_path: Path) -> None:
 
 
 def test_eval_reports_the_weak_tasks_a_trivial_program_passes(tmp_path: Path) -> None:
-    """Rust/38's test trusts the solution's own encode_cyclic, so a program echoing its
-    input passes it: eval lists it as weak. Python/38's test encodes with the prompt's."""
+    """Rust/4's test passes the empty program (its assertion cannot fail on what an empty
+    body returns): eval lists it as weak. Python/4's test does not pass it. (Rust/38,
+    the weak example before, is closed: its test now carries the prompt's own encoder,
+    tests/test_trusted_helpers.py.)"""
     samples = tmp_path / "samples.jsonl"
     rows = [
-        {"task_id": "Rust/38", "generation": _canonical("Rust/38")},
-        {"task_id": "Python/38", "generation": _canonical("Python/38")},
+        {"task_id": "Rust/4", "generation": _canonical("Rust/4")},
+        {"task_id": "Python/4", "generation": _canonical("Python/4")},
     ]
     samples.write_text("".join(json.dumps(row) + "\n" for row in rows))
     out = tmp_path / "out"
@@ -188,10 +190,10 @@ def test_eval_reports_the_weak_tasks_a_trivial_program_passes(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["passed"] == 2
-    assert summary["weak_tasks"] == ["Rust/38"]
-    assert summary["weak_task_programs"] == {"Rust/38": "a program that echoes its input"}
+    assert summary["weak_tasks"] == ["Rust/4"]
+    assert summary["weak_task_programs"] == {"Rust/4": "the empty program"}
     assert "weak tasks (a trivial program passes their tests): 1" in result.stdout
-    assert "Rust/38 (a program that echoes its input)" in result.stdout
+    assert "Rust/4 (the empty program)" in result.stdout
     skipped = codeloop(
         "eval",
         "--suite",

@@ -205,17 +205,16 @@ def test_weak_tasks_are_those_a_trivial_program_passes(tmp_path: Path) -> None:
     stdio = stdio_problems(path, ["python"])
     config = load_preset("cpu-demo")
     config.tasks.languages = ["python", "rust"]
-    humaneval_x = [t for t in suite_tasks(config, "humaneval-x") if t.family == "humaneval/38"]
+    humaneval_x = [t for t in suite_tasks(config, "humaneval-x") if t.family == "humaneval/4"]
     tasks = [*stdio, *humaneval_x]
     assert [t.language for t in tasks[2:]] == ["python", "rust"]
     found = weak.trivial_passes(tasks, SandboxConfig(workers=2))
-    # Python/38's test encodes with the prompt's own encode_cyclic; Rust/38's trusts the
-    # solution's, so echoing in both functions passes it.
+    # Rust/4's test passes the empty program; Python/4's does not.
     assert found == [
         None,
         "a program that echoes its input",
         None,
-        "a program that echoes its input",
+        "the empty program",
     ]
 
 

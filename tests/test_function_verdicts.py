@@ -34,6 +34,12 @@ crate are built apart and run in two sandboxes; under the former composition (on
 crate, marker "test result: ok.") assert-macro-shadowed, exit-before-main and
 prelude-some-shadowed (RUST_12_ATTACKS) were judged passed; fake-summary-exit-zero
 was not (the harness captures a test's output).
+
+Trusted helpers (HELPER_ATTACKS): HumanEval/38 and /50 test the decoder on strings
+made by the prompt's encoder. An answer that redefines the encoder as the identity,
+and decodes by returning its input, was judged passed in Rust/38 (whose prompt lacks
+the encoder, so the test called the solution's own); now the test's half carries the
+task's encoder in every language, and such an answer fails.
 Every answer runs in bubblewrap through `check_many`; all checks run in one batch.
 """
 
@@ -328,6 +334,33 @@ RUST_12_ATTACKS: dict[str, str] = {
     ),
 }
 
+# The identity forgery of a trusted helper (HumanEval/38's encoder, /50's): the answer
+# decodes by returning its input and makes the encoder the test calls the identity,
+# so that decode(encode(s)) == s holds for any s. (task id, generation) by name.
+ENCODERS = ((38, "encode_cyclic"), (50, "encode_shift"))
+"""HumanEval's tasks whose test calls the prompt's encoder, with its name (Python, C++)."""
+HELPER_ATTACKS: dict[str, tuple[str, str]] = {
+    # HumanEval-X's Rust/38 prompt does not define encode_cyclic (its canonical solution
+    # does): the test's crate called the solution's own and this answer passed.
+    "rust identity-encode_cyclic": (
+        "Rust/38",
+        "    s.to_string()\n}\n\npub fn encode_cyclic(s: &str) -> String {\n    s.to_string()\n}\n",
+    ),
+    **{
+        f"python identity-{helper}": (
+            f"Python/{task}",
+            f"    global {helper}\n    {helper} = lambda s: s\n    return s\n",
+        )
+        for task, helper in ENCODERS
+    },
+    # A macro after the prompt's encoder renames every later call to it (the test's, in
+    # one translation unit) to the identity.
+    **{
+        f"cpp identity-{helper}": (f"CPP/{task}", f"    return s;\n}}\n#define {helper}(s) (s)\n")
+        for task, helper in ENCODERS
+    },
+}
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -362,6 +395,7 @@ def wrong_answers() -> list[tuple[str, str, str]]:
     """(HumanEval-X task id, "language attack", generation) of every attack table."""
     found = [(task_id, f"python {name}", body) for name, (task_id, body) in ATTACKS.items()]
     found += [(task_id, f"javascript {name}", body) for name, (task_id, body) in JS_ATTACKS.items()]
+    found += [(task_id, name, body) for name, (task_id, body) in HELPER_ATTACKS.items()]
     for language, task_id, table in (
         ("cpp", "CPP/0", CPP_ATTACKS),
         ("cpp", "CPP/22", CPP_22_ATTACKS),

@@ -5,8 +5,9 @@ echoes its argument, or prints a public example's output: `tasks/trivial.py`, th
 programs for which the training pool's validation refuses a task) measures little:
 `codeloop eval` names such tasks in summary.json (`weak_tasks`, with the program
 that passes each in `weak_task_programs`) and in its printed summary, so a user
-sees a weak benchmark test. HumanEval-X Rust/38 is one: its test encodes with the
-solution's own `encode_cyclic`, so echoing the input in both functions passes it.
+sees a weak benchmark test. HumanEval-X Rust/4 is one: its test passes the empty
+program. (Rust/38 was one while its test encoded with the solution's own
+`encode_cyclic`; the Rust home now gives the test the canonical encoder.)
 
 Cheap: a stdio task's trivial outputs are known without a run, and the function
 tasks' trivial programs are checked in one sandbox batch. A benchmark's rows come

@@ -1,7 +1,8 @@
 """Checking one program: compile once, run each case, compare outside the sandbox.
 
-The request and verdict types live in `request.py`, output comparison in `verdict.py`,
-and what is particular to a language in its home (`languages/<name>/`).
+The request and verdict types live in `request.py`; what a run means (each case's
+status and feedback, a test's verdict, output comparison) in `verdict.py`, which this
+module asks; and what is particular to a language in its home (`languages/<name>/`).
 
 Expected outputs never enter the sandbox: the program only ever sees a case's
 input, and its output is compared here. The verdict is one status from a closed
@@ -30,16 +31,7 @@ from codeloop.sandbox.request import (
     RunRequest,
     Step,
 )
-from codeloop.sandbox.verdict import (
-    _case_feedback,
-    _compile_feedback,
-    _decode,
-    _parse_error,
-    _run_status,
-    failed_check,
-    outputs_match,
-    test_verdict,
-)
+from codeloop.sandbox.verdict import case_verdict, failed_check, run_step, test_verdict
 
 
 class Sandbox:
@@ -182,7 +174,7 @@ class Sandbox:
             )
         finally:
             harness.remove_box(box)
-        return ProgramRun(compile=compiled, run=_run_step(language, run), backend=self.backend.name)
+        return ProgramRun(compile=compiled, run=run_step(language, run), backend=self.backend.name)
 
     def _broken_run(self, problem: str) -> ProgramRun:
         step = Step(status="environment_error", stderr=problem[:FEEDBACK_CHARS])
@@ -266,19 +258,7 @@ class Sandbox:
             total_ms += run.wall_ms
             if run.peak_memory_kib is not None:
                 peak = max(peak or 0, run.peak_memory_kib)
-            status = _run_status(language, run)
-            if status == "runtime_error" and index == 0 and _parse_error(language, run):
-                status = "compile_error"
-                feedback = _compile_feedback(_decode(run.stderr))
-            elif status is None and not outputs_match(
-                case.output, _decode(run.stdout), request.checker
-            ):
-                status = "wrong_answer"
-                feedback = _case_feedback(index, status, case, run)
-            elif status == "environment_error":
-                feedback = run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS]
-            else:
-                feedback = _case_feedback(index, status, case, run) if status else ""
+            status, feedback = case_verdict(language, index, case, run, request.checker)
             if status is None:
                 passed += 1
                 continue
@@ -320,31 +300,3 @@ def _compile_step(failed: Check | None, compile_ms: float) -> Step:
         return Step(status="timeout", wall_ms=compile_ms)
     output = failed.feedback.removeprefix("Compilation failed:\n")
     return Step(status="finished", exit_code=1, stderr=output, wall_ms=compile_ms)
-
-
-def _run_step(language: Language, run: harness.RunResult) -> Step:
-    """The run step of a `ProgramRun`: how the run ended, and what it printed."""
-    status = _run_status(language, run)
-    if status == "environment_error":
-        detail = run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS]
-        return Step(status="environment_error", stderr=detail, wall_ms=run.wall_ms)
-    stdout, stderr = _decode(run.stdout), _decode(run.stderr)
-    if status == "timeout":
-        return Step(
-            status="timeout",
-            stdout=stdout,
-            stderr=stderr,
-            wall_ms=run.wall_ms,
-            peak_memory_kib=run.peak_memory_kib,
-        )
-    code = run.exit_code if run.exit_code is not None else 128 + (run.signal or 0)
-    return Step(
-        status="finished",
-        exit_code=code,
-        stdout=stdout,
-        stderr=stderr,
-        wall_ms=run.wall_ms,
-        peak_memory_kib=run.peak_memory_kib,
-        memory_limit=status == "memory_limit",
-        output_limit=status == "output_limit",
-    )

@@ -30,7 +30,7 @@ from codeloop.sandbox.language import Language, version_of
 from codeloop.sandbox.languages import HOMES, home
 from codeloop.sandbox.request import COMPILE_VIRTUAL_OVERHEAD_MIB, Check
 from codeloop.sandbox.testbuild import TestBuild
-from codeloop.sandbox.verdict import _compile_feedback, _decode, failed_check
+from codeloop.sandbox.verdict import compile_failure, compiler_output, failed_check
 
 COMPILE_TIMED_OUT = "Compilation timed out."
 """The feedback of a compile that met its wall-clock limit (not cached: it may finish
@@ -162,7 +162,7 @@ class Compiler:
             if run is None:
                 run = self._run_compiler(plan.argv, box, plan.env, plan.binds, limits)
             elapsed = run.wall_ms
-            stderr = _decode(run.stderr) + _decode(run.stdout)
+            stderr = compiler_output(run)
             if run.setup_error:  # from bwrap's status pipe, never from compiler output
                 return self._failed("environment_error", run.setup_error), elapsed
             if run.timed_out:
@@ -177,8 +177,8 @@ class Compiler:
             if run.exit_code is not None and not (run.oom_killed or run.output_exceeded):
                 self.cache.save(plan.key, box, outcome)
         if not outcome["ok"]:
-            feedback = _compile_feedback(outcome["stderr"])
-            return self._failed("compile_error", feedback, compile_ms=elapsed), elapsed
+            failed = compile_failure(outcome["stderr"], self.backend.name, compile_ms=elapsed)
+            return failed, elapsed
         return None, elapsed
 
     def compile_build(
@@ -292,7 +292,7 @@ class Compiler:
         if run.exit_code == 0 and not run.setup_error:
             self._canary_passed[language.name] = time.monotonic()
             return None
-        detail = run.setup_error or (_decode(run.stderr) + _decode(run.stdout)).strip()
+        detail = run.setup_error or compiler_output(run).strip()
         return (
             f"the {language.name} compiler also fails on a known-good program here, so "
             f"the failure is the toolchain's or the sandbox's: {detail[:400]}"

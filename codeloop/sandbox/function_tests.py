@@ -19,10 +19,14 @@ test process reports (a nonce it read from stdin; the solution's sandbox holds o
 the solution's files, `TestBuild.solution_files`). A test that never called the
 solution prints the nonce + ":vacuous" instead (no verdict: an environment_error of
 the task), and a NaN or infinite float returned by the solution fails the test
-whatever its comparison says. Every other function test is refused before anything
-runs (no prompt: at request validation; types that cannot cross, such as pointers or
-user-defined classes: an environment error here), since program and test in one
-process would let the program forge its verdict. No HumanEval-X task is refused.
+whatever its comparison says. The helpers a test calls to judge the answer (HumanEval's
+`poly`, the encoders of /38 and /50) are the task's: the test's side carries the
+prompt's own definitions (where HumanEval-X's Rust port leaves one out, the Rust home's
+copy), so an answer that redefines one changes nothing the test calls. Every other
+function test is refused before anything runs (no prompt: at request validation; types
+that cannot cross, such as pointers or user-defined classes: an environment error
+here), since program and test in one process would let the program forge its verdict.
+No HumanEval-X task is refused.
 """
 
 from __future__ import annotations

@@ -1,16 +1,21 @@
 """Turning a run into a verdict: output comparison (outside the sandbox: expected
 outputs never enter it), the status of a finished run, and the feedback a model sees.
+
+The one place that decides a status: a stdio case's (`case_verdict`), a composed
+test's (`test_verdict`), a failed compile's (`compile_failure`) and how a plain run
+ended (`run_step`). The checker (`check.py`) and the compiler (`compiler.py`) run
+programs and ask here what the run means, so a rule changes in one module.
 """
 
 from __future__ import annotations
 
 import math
 import signal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from codeloop.sandbox import harness
 from codeloop.sandbox.language import Language
-from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check, parse_checker
+from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check, Step, parse_checker
 
 if TYPE_CHECKING:
     from codeloop.sandbox.testbuild import TestBuild
@@ -79,6 +84,18 @@ def _compile_feedback(stderr: str) -> str:
     return ("Compilation failed:\n" + _clip("\n".join(lines), _COMPILE_CHARS))[:FEEDBACK_CHARS]
 
 
+def compiler_output(run: harness.RunResult) -> str:
+    """What a compiler printed, stderr then stdout, as text: what a compile's feedback (and
+    its cache entry) is made from, decoded as every other output is here."""
+    return _decode(run.stderr) + _decode(run.stdout)
+
+
+def compile_failure(output: str, backend: str, **extra: object) -> Check:
+    """The compile_error Check of a compile that failed with `output` (its first lines
+    become the feedback), on worker `backend`."""
+    return failed_check("compile_error", _compile_feedback(output), backend, **extra)
+
+
 # --- verdicts ------------------------------------------------------------------------------
 
 
@@ -121,6 +138,62 @@ def _parse_error(language: Language, run: harness.RunResult) -> bool:
             not language.compile_error_with or any(p in stderr for p in language.compile_error_with)
         )
         and not any(phrase in stderr for phrase in language.compile_error_without)
+    )
+
+
+class CaseVerdict(NamedTuple):
+    """One stdio case's verdict: why it failed (None: it passed) and what the model sees."""
+
+    status: str | None
+    feedback: str
+
+
+def case_verdict(
+    language: Language, index: int, case: Case, run: harness.RunResult, checker: str
+) -> CaseVerdict:
+    """The verdict of case number `index` (from 0) of a stdio check, from its finished run.
+
+    Only the first case's run can say that an interpreted program did not parse (a
+    compile_error): every later case ran the same program, so a later parse error
+    reads as a runtime error. The output is compared (under `checker`) only when the
+    run exited cleanly."""
+    status = _run_status(language, run)
+    if status == "runtime_error" and index == 0 and _parse_error(language, run):
+        return CaseVerdict("compile_error", _compile_feedback(_decode(run.stderr)))
+    if status is None and not outputs_match(case.output, _decode(run.stdout), checker):
+        status = "wrong_answer"
+        return CaseVerdict(status, _case_feedback(index, status, case, run))
+    if status == "environment_error":
+        return CaseVerdict(status, run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS])
+    return CaseVerdict(status, _case_feedback(index, status, case, run) if status else "")
+
+
+def run_step(language: Language, run: harness.RunResult) -> Step:
+    """The run step of a `ProgramRun` (no verdict, but the same reading of how the run
+    ended as a check's): how it ended, and what it printed."""
+    status = _run_status(language, run)
+    if status == "environment_error":
+        detail = run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS]
+        return Step(status="environment_error", stderr=detail, wall_ms=run.wall_ms)
+    stdout, stderr = _decode(run.stdout), _decode(run.stderr)
+    if status == "timeout":
+        return Step(
+            status="timeout",
+            stdout=stdout,
+            stderr=stderr,
+            wall_ms=run.wall_ms,
+            peak_memory_kib=run.peak_memory_kib,
+        )
+    code = run.exit_code if run.exit_code is not None else 128 + (run.signal or 0)
+    return Step(
+        status="finished",
+        exit_code=code,
+        stdout=stdout,
+        stderr=stderr,
+        wall_ms=run.wall_ms,
+        peak_memory_kib=run.peak_memory_kib,
+        memory_limit=status == "memory_limit",
+        output_limit=status == "output_limit",
     )
 
 

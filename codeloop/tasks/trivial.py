@@ -14,10 +14,10 @@ passes (stdio tasks need no run: their trivial outputs are known, see
 Each is built from the task's trusted prompt, which ends with the open function;
 a prompt this module cannot read gives fewer trivial programs, never a wrong one
 (a stub that does not compile simply fails). Rust: where the test calls a function
-the solution itself must define (HumanEval-X Rust/38's test encodes with the
-solution's own `encode_cyclic`), each trivial program defines it the same trivial
-way (its signature from the task's reference), so a test that trusts the solution
-for its own checking shows up: echoing in both functions passes it.
+the solution itself must define, each trivial program defines it the same trivial way
+(its signature from the task's reference), so a test that trusts the solution for its
+own checking shows up: echoing in both functions passes it. (HumanEval-X Rust/38 was
+such a test until the Rust home gave its test the canonical `encode_cyclic`.)
 """
 
 from __future__ import annotations

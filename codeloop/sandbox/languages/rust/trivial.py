@@ -1,6 +1,8 @@
 """Trivial answers to a Rust function task: `Default::default()` and the first argument;
-helpers the test calls but the solution must define (Rust/38's `encode_cyclic`) are
-defined the same trivial way, from the task's reference.
+helpers the test calls but the solution must define (Rust/10's `make_palindrome`) are
+defined the same trivial way, from the task's reference. (Rust/38's `encode_cyclic` is
+defined too, as its reference does, but its test calls the trusted copy the test's
+crate carries: `box.TRUSTED_HELPERS`.)
 """
 
 from __future__ import annotations

@@ -5,17 +5,18 @@ entry that decodes the call's arguments, calls the function and encodes its resu
 and a `main` that answers calls (`codeloop_rpc::serve`). The test's crate is the
 task's trusted prompt up to the open function (its `use` lines), a proxy with the
 function's declared signature that calls across the pipes (`codeloop_rpc::call`),
-and the test as written, built with `rustc --test`. Only the test's process prints
-the test harness's summary and sets the exit code; no `macro_rules!` shadowing an
-assert, `exit(0)` or printed "test result: ok." of the solution reaches it. The
-channel's descriptors reach the test in CODELOOP_REQUESTS / CODELOOP_REPLIES (its
-arguments belong to the test harness). The verdict is a nonce on the test's stdin
-(never the solution's, and never in the environment, which both sides get): read
-before main by an `.init_array` entry of the test's crate (`_DRIVE`), printed at exit
-only when the process exits with 0, after every test passed; the vacuous line
-(`function_tests.vacuous`) instead when no test called the solution (tests commented
-out: "0 passed"). A NaN or an infinity the solution returns ends the test process with
-1 (a wrong answer, whatever the test's comparison says).
+a trusted copy of each helper the test calls that HumanEval-X's Rust prompt leaves
+out (`TRUSTED_HELPERS`), and the test as written, built with `rustc --test`. Only the
+test's process prints the test harness's summary and sets the exit code; no
+`macro_rules!` shadowing an assert, `exit(0)` or printed "test result: ok." of the
+solution reaches it. The channel's descriptors reach the test in CODELOOP_REQUESTS /
+CODELOOP_REPLIES (its arguments belong to the test harness). The verdict is a nonce on
+the test's stdin (never the solution's, and never in the environment, which both
+sides get): read before main by an `.init_array` entry of the test's crate
+(`_DRIVE`), printed at exit only when the process exits with 0, after every test
+passed; the vacuous line (`function_tests.vacuous`) instead when no test called the
+solution (tests commented out: "0 passed"). A NaN or an infinity the solution returns
+ends the test process with 1 (a wrong answer, whatever the test's comparison says).
 
 Types that cross: integers, floats, bool, char, String and &str, Vec, slices and
 references to them, Option, tuples up to 4, HashMap, and `Box<dyn Any>` / `&dyn Any`
@@ -60,6 +61,36 @@ _VARIANT = re.compile(r"([A-Z]\w*)\s*(?:\((.*)\))?", re.S)
 PRELUDE_FUNCTIONS = frozenset({"drop"})
 """Lower-case functions of Rust's prelude (its variants, `Some`, `Ok`, `Err`, are
 capitalised and never match a free call here)."""
+
+_ENCODE_CYCLIC = """\
+fn encode_cyclic(s: &str) -> String {
+    // returns encoded string by cycling groups of three characters.
+    // split string to groups. Each of length 3.
+    let l = s.len();
+    let num = (l + 2) / 3;
+    let mut output = String::new();
+    for i in 0..num {
+        let group = &s[i * 3..std::cmp::min(l, (i + 1) * 3)];
+        // cycle elements in each group. Unless group has fewer elements than 3.
+        if group.len() == 3 {
+            let x = format!("{}{}{}", &group[1..2], &group[2..3], &group[0..1]);
+            output.push_str(&x);
+        } else {
+            output.push_str(group);
+        }
+    }
+    output
+}
+"""
+TRUSTED_HELPERS: dict[str, dict[str, str]] = {"decode_cyclic": {"encode_cyclic": _ENCODE_CYCLIC}}
+"""Helpers a test trusts that HumanEval-X's Rust prompts leave out, by the function the
+prompt leaves open: {helper: its definition}. HumanEval/38's test decodes what the
+task's encoder made; the other five languages' prompts define that encoder, Rust/38's
+does not (its canonical solution does, in these words, as `pub fn`). Without this copy the test's
+crate called the solution's own encoder, and an answer that made it the identity and
+decoded by returning its input passed. Rust/50 (`encode_shift`) and Rust/32 (`poly`)
+leave the helper itself open and give no verdict as shipped (a rand 0.7 test, refused;
+a test commented out, vacuous), so they need no entry."""
 
 
 def module() -> bytes:
@@ -337,6 +368,17 @@ def _generic_names(generics: str | None) -> list[str]:
     return re.findall(r"\b[A-Z]\w*", _LIFETIME.sub("", generics or ""))
 
 
+def trusted_helpers(open_function: str, prompt: str, test: str) -> dict[str, str]:
+    """The helpers of `TRUSTED_HELPERS` the test's crate carries for a prompt whose open
+    function is `open_function`: those the test calls, where the prompt has no definition
+    of its own (which, in the test's crate already, comes first). Decided on trusted
+    text only, so no answer changes which helper its test calls."""
+    called = set(_FREE_CALL.findall(test))
+    defined = {m.group(1) for m in _STUB.finditer(prompt)}
+    helpers = TRUSTED_HELPERS.get(open_function, {})
+    return {name: text for name, text in helpers.items() if name in called - defined}
+
+
 def signatures(
     prompt: str, entry_point: str | None, program: str, test: str
 ) -> tuple[list[Signature], int] | None:
@@ -345,10 +387,11 @@ def signatures(
     check is refused: a decision made on trusted text only).
 
     First the function the trusted prompt leaves open. Then every function the
-    program defines and the test calls that the prompt does not declare (HumanEval-X
-    Rust/10 tests a helper of the solution, Rust/38 calls the solution's encoder):
-    their proxies are built from the program's signature, checked like the prompt's;
-    one with types that cannot cross gets no proxy, so the test does not compile.
+    program defines and the test calls that neither the prompt declares nor the test's
+    crate carries a trusted copy of (`trusted_helpers`; HumanEval-X Rust/10 tests a
+    helper of the solution): their proxies are built from the program's signature,
+    checked like the prompt's; one with types that cannot cross gets no proxy, so the
+    test does not compile.
     """
     found = [m for m in _STUB.finditer(prompt) if m.group(1) != "main"]
     found = [m for m in found if entry_point in (None, m.group(1))]
@@ -362,6 +405,7 @@ def signatures(
     if first is None:
         return None
     declared = {m.group(1) for m in _STUB.finditer(prompt[: stub.start()])}
+    declared |= trusted_helpers(first.name, prompt, test).keys()
     # Free calls only (no method, no path), and no name of the prelude: a proxy is
     # glob-imported by the test's `use super::*`, which would shadow the prelude's
     # `Some`, `Ok` or `drop` with the solution's function.
@@ -432,7 +476,8 @@ def _enums(sigs: list[Signature]) -> list[Enum]:
 def test_source(
     prompt: str, test: str, sigs: list[Signature], at: int, linked: bool = False
 ) -> str:
-    """The test's crate: trusted prompt up to its open function, proxies, the test.
+    """The test's crate: trusted prompt up to its open function, the trusted helpers
+    the prompt leaves out (`trusted_helpers`), proxies, the test.
 
     `linked`: the codec comes from the `LIBRARY` crate (see `_module_item`)."""
     proxies = []
@@ -443,8 +488,14 @@ def test_source(
             f'    codeloop_rpc::call("{sig.name}", |out: &mut Vec<u8>| {{{puts} }})\n}}\n'
         )
     enums = "".join(e.definition() + e.codec("codeloop_rpc") for e in _enums(sigs))
+    helpers = "".join(trusted_helpers(sigs[0].name, prompt, test).values())
     return (
-        f"{_module_item(linked)}{prompt[:at]}\n" + enums + "".join(proxies) + _DRIVE + f"{test}\n"
+        f"{_module_item(linked)}{prompt[:at]}\n"
+        + helpers
+        + enums
+        + "".join(proxies)
+        + _DRIVE
+        + f"{test}\n"
     )
 
 
