@@ -607,8 +607,15 @@ def test_each_request_logs_one_json_line(
     caplog.set_level(logging.INFO, logger="codeloop.serve.access")
     answer = client.post("/run_code", json={"code": "print(1)", "language": "python"})
     identity = answer.headers["x-request-id"]
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("access")]
-    line = next(item for item in lines if item["id"] == identity)
+
+    def logged() -> list[dict]:
+        lines = [json.loads(r.getMessage()) for r in caplog.records if r.name.endswith("access")]
+        return [item for item in lines if item["id"] == identity]
+
+    # The line is written when the server's handler returns, which may be just after
+    # the client has the answer.
+    wait_for(lambda: bool(logged()), 10.0)
+    [line] = logged()
     assert line["event"] == "request" and line["path"] == "/run_code"
     assert line["status"] == 200 and line["outcome"] == "Success"
     assert line["language"] == "python" and line["ms"] >= 0 and "queue_ms" in line
