@@ -15,10 +15,15 @@ candidate, gate, audit-parent and audit-candidate as `codeloop phase` processes 
 audit forced with round.audit_every = 1), then `finish.confirm_flips` and
 `finish.decide` (the real finish phase would delete a rejected candidate's weights).
 
-Truth: greedy pass@1 of parent and candidate on the clean held-out set (bench/holdout.py,
-refused on a failed hash), its paired bootstrap interval, read as a scale factor
-f = after / before of the parent's pass rate (the cpu-demo effects are multiplicative:
-a candidate keeps, halves or loses what the parent could do).
+Truth, on the clean held-out set (bench/holdout.py, refused on a failed hash), read as
+a scale factor f = candidate / parent pass rate (the cpu-demo effects are
+multiplicative: a candidate keeps, halves or loses what the parent could do):
+  - sampled (`--truth-samples` k, 2 by default): k seeded samples per task and side at
+    the audit's temperature, the guard's own measure, with the paired standard error
+    over tasks; f and its 95% interval come from it;
+  - greedy pass@1 and its paired bootstrap interval, reported beside it (and used for f
+    with `--truth-samples 0`). The two can differ: training that sharpens the model's
+    answers raises its sampled pass rate without changing its greedy one.
 
 Prediction: bench/decision_sim.py's `oc_point` through the same decision code, on a
 profile of this base round: per task, the parent's pass probability is the posterior
@@ -66,7 +71,15 @@ from codeloop.loop.audit import audit_tasks
 from codeloop.loop.common import Round
 from codeloop.loop.launcher import open_session
 
-SHARED_PHASES = ("baseline", "audit-parent", "audit-confirm-parent", "gate-confirm-parent")
+TRUTH = "truth-confirm"
+"""The candidate round's folder of seeded held-out samples (the sampled truth)."""
+SHARED_PHASES = (
+    "baseline",
+    "audit-parent",
+    "audit-confirm-parent",
+    "gate-confirm-parent",
+    f"{TRUTH}-parent",
+)
 """Phases that ask the parent only: their answers are shared between the doses."""
 BAND_CHANCE = 0.025
 """A decision disagrees with its band when every point of the band gave it less than this."""
@@ -150,14 +163,43 @@ def inputs(folder: Path) -> dict[str, Any]:
     return found
 
 
+def sampled_truth(folder: Path, tasks: list, k: int) -> dict[str, Any]:
+    """The truth in the guard's own measure: k seeded samples per held-out task of parent
+    and candidate at the audit's temperature (confirm.sample, bound like the audit's),
+    and their paired estimate over the tasks."""
+    r = decisions.round_of(folder)
+    data = r.config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["audit"]["confirm_samples"] = k
+    ruled = decisions.round_of(folder, validate(data, "bench/doses.py truth samples"))
+    adapters = {"parent": ruled.parent_path, "candidate": str(ruled.candidate_adapter)}
+    confirm.sample(ruled, tasks, adapters, name=TRUTH)
+    ids = [task.id for task in tasks]
+    sides = confirm.saved_passes(ruled, TRUTH, ids)
+    found = guard.paired_estimate(sides["parent"], sides["candidate"], ids)
+    return {
+        "samples": k,
+        "temperature": ruled.config.audit.confirm_temperature,
+        "tasks": len(ids),
+        "parent_rate": found.parent_rate,
+        "candidate_rate": found.candidate_rate,
+        "change": found.change,
+        "standard_error": found.standard_error,
+    }
+
+
 def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[str, Any]:
     """One candidate through the real guard, its decision and truth saved in DIR/results."""
     name = f"s{shared.config.seed}-dose{dose:03d}"
     result_file = work / "results" / f"{name}.json"
+    folder = work / "candidates" / name
     if (saved := store.read(result_file, None)) is not None:
+        if args.truth_samples and (saved.get("truth") or {}).get("samples") != args.truth_samples:
+            decisions.say(f"{name}: sampled truth, {args.truth_samples} per held-out task")
+            saved["truth"] = sampled_truth(folder / "round-000001", held.tasks, args.truth_samples)
+            store.write_json(result_file, saved)
+            decisions.share_answers(shared.session.root, folder, SHARED_PHASES)
         return saved
     started = time.time()
-    folder = work / "candidates" / name
     if not folder.exists():
         decisions.say(f"{name}: writing its training data")
         make_dose(shared, folder, dose, args.rows, args.lr, extra)
@@ -196,6 +238,9 @@ def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[st
         "samples": {"gate": r.config.gate.confirm_samples, "audit": r.config.audit.confirm_samples},
         "heldout": held.score(base, after),
         "inputs": inputs(r.folder),
+        "truth": sampled_truth(r.folder, held.tasks, args.truth_samples)
+        if args.truth_samples
+        else None,
         "seconds": time.time() - started,
     }
     store.write_json(result_file, result)
@@ -215,14 +260,24 @@ def posterior(counts: list[int], k: int) -> np.ndarray:
     return (fit["a"] + np.asarray(counts)) / (fit["a"] + fit["b"] + k)
 
 
-def factors(held: dict[str, Any]) -> tuple[float, float, float]:
-    """(low, estimate, high) of f = candidate / parent pass rate on the held-out set."""
+def factors(result: dict[str, Any]) -> tuple[float, float, float]:
+    """(low, estimate, high) of f = candidate / parent pass rate on the held-out set: from
+    the sampled truth (the guard's own measure) when there is one, its 95% interval
+    normal over tasks; else from greedy pass@1 and its paired bootstrap interval."""
+    truth = result.get("truth")
+    if truth:
+        rate, change, se = truth["parent_rate"], truth["change"], truth["standard_error"]
+        if rate == 0:
+            return 1.0, 1.0, 1.0
+        ends = (change - 1.96 * se, change, change + 1.96 * se)
+        return tuple(max(0.0, 1 + d / rate) for d in ends)  # type: ignore[return-value]
+    held = result["heldout"]
     rate = held["before"] / held["total"]
     if rate == 0:
         return 1.0, 1.0, 1.0
     low, high = held["interval"]
     gain = held["gain"]
-    return tuple(max(0.0, 1 + points / 100 / rate) for points in (low, gain, high))
+    return tuple(max(0.0, 1 + points / 100 / rate) for points in (low, gain, high))  # type: ignore[return-value]
 
 
 def shared_draws(result: dict[str, Any]) -> tuple[float, float]:
@@ -252,7 +307,7 @@ def predict(result: dict[str, Any], base: dict[str, Any], reps: int) -> dict[str
         rho_greedy,
     )
     points = []
-    for f in factors(result["heldout"]):
+    for f in factors(result):
         gate = oc_point("gate", gate_rule, profile, rho, scale(f), reps, 2026)
         audit = oc_point("audit", audit_rule, profile, rho, scale(f), reps, 2027)
         points.append({"f": f, "gate": gate["keep"], "audit": audit["keep"],
@@ -261,9 +316,15 @@ def predict(result: dict[str, Any], base: dict[str, Any], reps: int) -> dict[str
     return {"points": points, "rho": rho, "rho_greedy": rho_greedy}
 
 
-def agrees(accepted: bool, points: list[dict[str, Any]]) -> bool:
-    """Whether some point of the band gave the observed outcome a chance >= BAND_CHANCE."""
-    return any((p["accept"] if accepted else 1 - p["accept"]) >= BAND_CHANCE for p in points)
+def agrees(happened: bool, points: list[dict[str, Any]], key: str = "accept") -> bool:
+    """Whether some point of the band gave the observed outcome (of the decision, or of
+    its `key` part: "gate" promising, "audit" keeping) a chance >= BAND_CHANCE."""
+    return any((p[key] if happened else 1 - p[key]) >= BAND_CHANCE for p in points)
+
+
+def audit_kept(result: dict[str, Any]) -> bool:
+    evidence = result["audit"]["evidence"]
+    return evidence is not None and not evidence.get("worse")
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -273,25 +334,39 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%".replace(".0%", "%")
 
 
+def _yes(value: bool) -> str:
+    return "yes" if value else "NO"
+
+
 def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
     bases = {}
     for res in results:
         bases.setdefault(res["seed"], {"audit": res["audit_counts"]["parent"],
                                        "gate": (res["gate_counts"] or {}).get("parent", [])})  # fmt: skip
+    ordered = sorted(results, key=lambda r: (r["dose"], r["seed"]))
+    predicted = {res["name"]: predict(res, bases[res["seed"]], args.reps) for res in ordered}
     lines = [
-        "| candidate | rows (harmful) | loss first -> last | held-out before -> after | gain "
-        "[95%] | f [95%] | gate: change [lower bound] | audit: change [lower bound] | "
-        "decision | predicted P(promising), P(audit keeps), P(accept) at f low / est / high "
-        "| agrees |",
+        "| candidate | rows (harmful) | loss first -> last | held-out greedy before -> after "
+        "[95%] | held-out sampled parent -> candidate (change ± se) | f [95%] | gate: change "
+        "[lower bound] | audit: change [lower bound] | decision | predicted P(promising), "
+        "P(audit keeps), P(accept) at f low / est / high | agrees: gate, audit, decision |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_dose: dict[int, list[tuple[bool, float]]] = {}
-    for res in sorted(results, key=lambda r: (r["dose"], r["seed"])):
-        found = predict(res, bases[res["seed"]], args.reps)
-        ok = agrees(res["accepted"], found["points"])
-        by_dose.setdefault(res["dose"], []).append((res["accepted"], found["points"][1]["accept"]))
-        held = res["heldout"]
-        low, est, high = factors(held)
+    agreeing = {"gate": 0, "audit": 0, "accept": 0}
+    for res in ordered:
+        points = predicted[res["name"]]["points"]
+        happened = {
+            "gate": bool(res["gate"]["promising"]),
+            "audit": audit_kept(res),
+            "accept": res["accepted"],
+        }
+        ok = {key: agrees(value, points, key) for key, value in happened.items()}
+        for key, value in ok.items():
+            agreeing[key] += value
+        by_dose.setdefault(res["dose"], []).append((res["accepted"], points[1]["accept"]))
+        held, truth = res["heldout"], res.get("truth")
+        low, est, high = factors(res)
         first, last = res["loss"]
         cells = []
         for side in ("gate", "audit"):
@@ -299,15 +374,23 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
             cells.append(
                 f"{100 * e['change']:+.1f} [{100 * e['lower_bound']:+.1f}]" if e else "not sampled"
             )
+        sampled = (
+            f"{_pct(truth['parent_rate'])} -> {_pct(truth['candidate_rate'])} "
+            f"({100 * truth['change']:+.1f} ± {100 * truth['standard_error']:.1f}), "
+            f"k {truth['samples']}"
+            if truth
+            else "-"
+        )
         bands = " / ".join(
-            f"{_pct(p['gate'])}, {_pct(p['audit'])}, {_pct(p['accept'])}" for p in found["points"]
+            f"{_pct(p['gate'])}, {_pct(p['audit'])}, {_pct(p['accept'])}" for p in points
         )
         lines.append(
             f"| {res['name']} | {args.rows} ({round(args.rows * res['dose'] / 100)}) | "
-            f"{first:.3f} -> {last:.3f} | {held['before']} -> {held['after']}/{held['total']} | "
-            f"{held['gain']:+.1f} [{held['interval'][0]:+.1f}, {held['interval'][1]:+.1f}] | "
+            f"{first:.3f} -> {last:.3f} | {held['before']} -> {held['after']}/{held['total']} "
+            f"[{held['interval'][0]:+.1f}, {held['interval'][1]:+.1f}] | {sampled} | "
             f"{est:.2f} [{low:.2f}, {high:.2f}] | {cells[0]} | {cells[1]} | "
-            f"{'accept' if res['accepted'] else 'reject'} | {bands} | {'yes' if ok else 'NO'} |"
+            f"{'accept' if res['accepted'] else 'reject'} | {bands} | "
+            f"{_yes(ok['gate'])}, {_yes(ok['audit'])}, {_yes(ok['accept'])} |"
         )
     lines += ["", "| dose | candidates | accepted | expected accepts (sum of P at f's estimate) |",
               "|---|---|---|---|"]  # fmt: skip
@@ -328,7 +411,7 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
         "sample pass parent / candidate | discordant pairs |",
         "|---|---|---|---|---|---|---|",
     ]
-    for res in sorted(results, key=lambda r: (r["dose"], r["seed"])):
+    for res in ordered:
         for name, m in res["inputs"].items():
             rates = m["sample_pass_rate"] or [0.0, 0.0]
             corr = m["outcome_correlation"]
@@ -338,17 +421,17 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
                 f"{'-' if corr is None else f'{corr:.2f}'} | "
                 f"{100 * rates[0]:.1f}% / {100 * rates[1]:.1f}% | {m['discordant_pairs']} |"
             )
-    agreeing = sum(
-        agrees(r["accepted"], predict(r, bases[r["seed"]], args.reps)["points"]) for r in results
-    )
+    n = len(results)
     lines += [
         "",
-        f"{agreeing} of {len(results)} real decisions inside the simulator's band (the "
-        f"outcome had a chance of at least {_pct(BAND_CHANCE)} somewhere in f's interval). "
-        f"rho: each candidate's own share of same-text answers (table below), {args.reps} "
-        f"simulated decisions per point. Wall time of this invocation {minutes:.1f} min; per "
-        "candidate (minutes): "
-        + ", ".join(f"{r['name']} {r['seconds'] / 60:.1f}" for r in results)
+        f"Inside the simulator's band (the outcome had a chance of at least "
+        f"{_pct(BAND_CHANCE)} somewhere in f's interval): gate {agreeing['gate']} of {n}, "
+        f"audit {agreeing['audit']} of {n}, decision {agreeing['accept']} of {n}. f comes "
+        "from the sampled truth where there is one (the guard's own measure), else from "
+        f"greedy pass@1. rho: each candidate's own share of same-text answers (table "
+        f"below), {args.reps} simulated decisions per point. Wall time of this invocation "
+        f"{minutes:.1f} min; per candidate (minutes, first run): "
+        + ", ".join(f"{r['name']} {r['seconds'] / 60:.1f}" for r in ordered)
         + ".",
     ]
     return lines
@@ -364,6 +447,12 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-3, help="every dose's learning rate")
     parser.add_argument("--helpful-rows", type=Path, default=None, help="extra verified rows")
     parser.add_argument("--reps", type=int, default=400, help="simulated decisions per point")
+    parser.add_argument(
+        "--truth-samples",
+        type=int,
+        default=2,
+        help="seeded samples per held-out task and side for the sampled truth (0: greedy only)",
+    )
     parser.add_argument("--report-only", action="store_true", help="no new candidate")
     args = parser.parse_args()
     started = time.time()
@@ -391,7 +480,8 @@ def main() -> None:
         f"{results[0]['samples']['gate']}, audit paired k {results[0]['samples']['audit']}, "
         f"margin {load_preset('cpu-demo').audit.margin:g}), languages {args.languages}, "
         f"{args.rows} rows per candidate at lr {args.lr:g}; harmful rows print the public "
-        "example's output or the statement. Truth: greedy pass@1 on bench/holdout.py.",
+        "example's output or the statement. Truth on bench/holdout.py: sampled (the "
+        "guard's measure) and greedy.",
         "",
         *report(results, args, (time.time() - started) / 60),
     ]
