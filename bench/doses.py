@@ -164,7 +164,7 @@ def inputs(folder: Path) -> dict[str, Any]:
 
 
 def sampled_truth(folder: Path, tasks: list, k: int) -> dict[str, Any]:
-    """The truth in the guard's own measure: k seeded samples per held-out task of parent
+    """(`folder`: the candidate's session.) The truth in the guard's own measure: k seeded samples per held-out task of parent
     and candidate at the audit's temperature (confirm.sample, bound like the audit's),
     and their paired estimate over the tasks."""
     r = decisions.round_of(folder)
@@ -195,7 +195,7 @@ def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[st
     if (saved := store.read(result_file, None)) is not None:
         if args.truth_samples and (saved.get("truth") or {}).get("samples") != args.truth_samples:
             decisions.say(f"{name}: sampled truth, {args.truth_samples} per held-out task")
-            saved["truth"] = sampled_truth(folder / "round-000001", held.tasks, args.truth_samples)
+            saved["truth"] = sampled_truth(folder, held.tasks, args.truth_samples)
             store.write_json(result_file, saved)
             decisions.share_answers(shared.session.root, folder, SHARED_PHASES)
         return saved
@@ -238,7 +238,7 @@ def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[st
         "samples": {"gate": r.config.gate.confirm_samples, "audit": r.config.audit.confirm_samples},
         "heldout": held.score(base, after),
         "inputs": inputs(r.folder),
-        "truth": sampled_truth(r.folder, held.tasks, args.truth_samples)
+        "truth": sampled_truth(folder, held.tasks, args.truth_samples)
         if args.truth_samples
         else None,
         "seconds": time.time() - started,
