@@ -4,6 +4,7 @@ reads."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import os
@@ -16,10 +17,12 @@ from pathlib import Path
 import pytest
 
 from codeloop import config, recipe
+from codeloop.evaluate import data, humaneval
 from codeloop.sandbox import function_tests, harness
 from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import Language
 from codeloop.sandbox.languages import HOMES, LANGUAGES, get, home
+from codeloop.tasks.sources import hf, humaneval_x
 from codeloop.tasks.sources.humaneval_x import FILE_CODES
 
 FOLDER = Path(function_tests.__file__).parent / "languages"
@@ -69,6 +72,8 @@ def test_every_home_meets_the_contract(found: Home) -> None:
     assert isinstance(found, Home) and isinstance(language, Language)
     assert mistyped(found) == []
     assert mistyped(language) == []
+    if found.humaneval_x is not None:
+        assert mistyped(found.humaneval_x) == []
     assert found.title and found.fences and found.fences[0]
     assert found.worked_answer.endswith("\n") and found.hello.endswith("\n")
     if found.compose_test is not None:
@@ -88,6 +93,21 @@ def test_the_contract_catches_a_field_of_the_wrong_type() -> None:
 def test_a_language_without_humaneval_x_may_have_function_tests() -> None:
     python = home("python")
     assert mistyped(dataclasses.replace(python, humaneval_x=None)) == []
+
+
+def test_humaneval_x_keeps_its_own_order() -> None:
+    """Each HumanEval-X language has its own place in HumanEval-X's list (a suite's
+    default order), whatever the registry's order."""
+    positions = sorted(h.humaneval_x.position for h in HOMES if h.humaneval_x is not None)
+    assert positions == list(range(len(FILE_CODES)))
+    assert list(data.HUMANEVAL_X_FILES) == ["python", "javascript", "cpp", "java", "go", "rust"]
+    assert sorted(data.HUMANEVAL_X_FILES.items()) == sorted(FILE_CODES.items())
+
+
+def test_the_datasets_name_registered_languages() -> None:
+    """The few languages a dataset fixes (CodeContests' codes, the Python-only sets) are
+    languages the registry knows."""
+    assert {hf.PYTHON, *hf._CODECONTESTS_LANGUAGES.values()} <= set(LANGUAGES)
 
 
 def test_the_registry_is_every_folder_and_the_config_list() -> None:
@@ -121,9 +141,44 @@ def test_the_old_home_names_are_views_of_the_fields() -> None:
         assert found.humaneval_x == found.HUMANEVAL_X
 
 
+READERS = (humaneval, data, humaneval_x, hf)
+"""Modules outside the sandbox that read languages from the registry: HumanEval-X's
+composition and naming, and the datasets' language lists and orders."""
+
+
+def branched_on(source: str) -> list[str]:
+    """The language names `source` tests for, keys a table on or lists: quoted names in a
+    comparison, a dict key, a subscript, a match case, a tuple, list or set literal, or a
+    positional argument (`home("rust")`). A name given as a value (a constant's, a
+    keyword argument's, a dict's) is a dataset's fact, not a branch."""
+    names = set(LANGUAGES)
+    found: list[str] = []
+
+    def note(*nodes: ast.expr | None) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(node.value)
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            note(node.left, *node.comparators)
+        elif isinstance(node, ast.Dict):
+            note(*node.keys)
+        elif isinstance(node, ast.Subscript):
+            note(node.slice)
+        elif isinstance(node, ast.MatchValue):
+            note(node.value)
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            note(*node.elts)
+        elif isinstance(node, ast.Call):
+            note(*node.args)
+    return found
+
+
 def test_no_generic_sandbox_module_names_a_language() -> None:
     """What one language needs is its home's (a field or a hook): the sandbox's own
-    modules never test for a language by name."""
+    modules never test for a language by name, nor do the modules that read the registry
+    (HumanEval-X's composition, the datasets' lists) branch on one or keep their own."""
     names = "|".join(re.escape(name) for name in LANGUAGES)
     quoted = re.compile(rf"""["']({names})["']""")
     found = {
@@ -132,6 +187,22 @@ def test_no_generic_sandbox_module_names_a_language() -> None:
         if quoted.search(path.read_text())
     }
     assert found == {}
+    readers = {
+        module.__name__: branched_on(Path(module.__file__ or "").read_text()) for module in READERS
+    }
+    assert readers == {module.__name__: [] for module in READERS}
+
+
+def test_branched_on_finds_a_branch_a_key_and_a_list() -> None:
+    source = (
+        'if language == "rust": pass\n'
+        'table = {"go": 1}\n'
+        'order = ("python", "cpp")\n'
+        'naming = home("java")\n'
+        "fixed = Program(language=\"python\", code='')\n"
+        'codes = {3: "python"}\n'
+    )
+    assert branched_on(source) == ["rust", "go", "python", "cpp", "java"]
 
 
 def test_every_language_mount_is_read_only_in_every_sandbox(tmp_path: Path) -> None:

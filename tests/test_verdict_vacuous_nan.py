@@ -18,8 +18,9 @@ import pytest
 
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
-from codeloop.evaluate.humaneval import RUST_MAIN, humaneval_x_job
+from codeloop.evaluate.humaneval import humaneval_x_job
 from codeloop.sandbox import Check, CheckRequest, check_many
+from codeloop.sandbox.languages.rust import EMPTY_MAIN as RUST_MAIN
 
 NON_FINITE = "where a finite number is expected"
 

@@ -18,23 +18,24 @@ from typing import Any
 from codeloop import data as shipped
 from codeloop.errors import ConfigError
 from codeloop.evaluate import jsonl
-from codeloop.sandbox.languages import home
+from codeloop.sandbox.language import HumanEvalX
+from codeloop.sandbox.languages import HOMES
 from codeloop.store import sha256_bytes
 
 ENV_HUMANEVAL_X = "CODELOOP_HUMANEVAL_X"
 HUB_DATASET = "THUDM/humaneval-x"
 
-_HUMANEVAL_X_ORDER = [
-    (name, home(name)) for name in ("python", "javascript", "cpp", "java", "go", "rust")
-]
-"""HumanEval-X's languages in its own order (each language's naming lives in its home)."""
-HUMANEVAL_X_FILES: dict[str, str] = {
-    name: home.HUMANEVAL_X.file_code for name, home in _HUMANEVAL_X_ORDER
-}
+HUMANEVAL_X: dict[str, HumanEvalX] = dict(
+    sorted(
+        ((home.language.name, home.humaneval_x) for home in HOMES if home.humaneval_x is not None),
+        key=lambda named: named[1].position,
+    )
+)
+"""Our language name -> how HumanEval-X names and composes it, in HumanEval-X's own order
+(a suite's default order): each language's part lives in its home."""
+HUMANEVAL_X_FILES: dict[str, str] = {name: hx.file_code for name, hx in HUMANEVAL_X.items()}
 """Our language name -> the `humaneval_<stem>.jsonl(.gz)` file stem (and hub config)."""
-TASK_PREFIXES: dict[str, str] = {
-    home.HUMANEVAL_X.task_prefix: name for name, home in _HUMANEVAL_X_ORDER
-}
+TASK_PREFIXES: dict[str, str] = {hx.task_prefix: name for name, hx in HUMANEVAL_X.items()}
 """HumanEval-X task id prefix ("CPP/12") -> our language name."""
 
 

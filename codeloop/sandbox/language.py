@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 BOX = "/box"
 """Where the program's folder appears inside the sandbox (read-only while it runs)."""
@@ -108,12 +110,44 @@ class Language:
 
 
 @dataclass(frozen=True)
+class Composed:
+    """One HumanEval-X sample made ready for its check: the program, the test, and the
+    trusted code the test relies on (the part of the program the answer did not write)."""
+
+    program: str
+    test: str
+    trusted: str
+
+
+BRACED_FUNCTION = (
+    r"\b(?!(?:for|while|if|switch|catch)\b)(\w+)\s*\([^()]*\)\s*"
+    r"(?:throws\s+[\w.,\s]+?)?\{\s*$"
+)
+"""The name before the last parameter list that opens a body at the end of its line (a
+`throws` clause allowed), never a loop or branch of a helper's body: C-like declarations
+whose return type leaves no keyword to anchor on (CPP/38's declaration has a `for`)."""
+
+
+@dataclass(frozen=True)
 class HumanEvalX:
-    """How HumanEval-X names a language: its file and hub config code (`humaneval_js`)
-    and its task id prefix (`JavaScript/12`)."""
+    """How HumanEval-X names a language and how one of its rows becomes a task and a check."""
 
     file_code: str
+    """The code in its file names and hub configs (`humaneval_js`)."""
     task_prefix: str
+    """Its task id prefix (`JavaScript/12`)."""
+    position: int
+    """Its place in HumanEval-X's own list of languages, the order a suite lists them in."""
+    entry_point: str
+    """A pattern whose last match in the row's `declaration` (else its `prompt`) is the
+    function under test; its first non-empty group is the name."""
+    compose: Callable[[dict[str, Any], str], Composed] | None = None
+    """`(row, generation) -> Composed`: the program and test exactly as CodeGeeX's
+    `process_humaneval_test` builds them for this language (None: the generation follows
+    the prompt, and the row's test is the test, as `evaluate/humaneval.py` composes)."""
+    signature_in_declaration: bool = False
+    """The prompt stops before the function's signature, which only `declaration` holds
+    (the statement and the reference add it); otherwise the prompt ends with it."""
 
 
 _versions: dict[str, str] = {}

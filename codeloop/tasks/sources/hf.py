@@ -22,6 +22,7 @@ from typing import Any
 
 from codeloop.config import HFSource
 from codeloop.errors import ConfigError
+from codeloop.sandbox.languages import LANGUAGES
 from codeloop.tasks.render import stdio_statement
 from codeloop.tasks.schema import Case, FunctionSpec, Problem, Program, Provenance, make_task
 from codeloop.tasks.sources.common import files_revision, row_sha256
@@ -37,8 +38,14 @@ LICENSES: dict[str, str] = {
     "mbpp": "CC-BY-4.0",
     "livecodebench": "see the dataset card",
 }
-_CODECONTESTS_LANGUAGES = {3: "python", 2: "cpp", 4: "java"}
+PYTHON = "python"
+"""The language of APPS's and TACO's solutions and of MBPP's tasks: a fact of those
+datasets, named once (which languages a task is posed in, and in what order, is the
+registry's and the configuration's)."""
+_CODECONTESTS_LANGUAGES = {3: PYTHON, 2: "cpp", 4: "java"}
 """CodeContests solution language codes we can run (1 is Python 2, 0 unknown)."""
+_ORDER = {name: place for place, name in enumerate(LANGUAGES)}
+"""A language's place in the registry: references are tried in that order."""
 _LOCAL_SUFFIXES = {".parquet": "parquet", ".jsonl": "json", ".json": "json"}
 
 
@@ -198,14 +205,13 @@ def codecontests(rows: _Rows, row: dict[str, Any], index: int) -> Problem:
 
     solutions = row.get("solutions") or {}
     pairs = zip(solutions.get("language") or [], solutions.get("solution") or [], strict=False)
-    order = {"python": 0, "cpp": 1, "java": 2}
     references = sorted(
         (
             Program(language=_CODECONTESTS_LANGUAGES[code], code=text)
             for code, text in pairs
             if code in _CODECONTESTS_LANGUAGES and text.strip()
         ),
-        key=lambda program: order[program.language],
+        key=lambda program: _ORDER[program.language],
     )
     hidden = tests("private_tests") + tests("generated_tests")
     return rows.stdio(
@@ -222,7 +228,7 @@ def _apps_like(rows: _Rows, row: dict[str, Any], key: str, text_field: str) -> P
     cases = _cases(tests.get("inputs") or [], tests.get("outputs") or [])
     solutions = _json_field(row.get("solutions")) or []
     references = [
-        Program(language="python", code=code)
+        Program(language=PYTHON, code=code)
         for code in solutions
         if isinstance(code, str) and code.strip()
     ]
@@ -257,7 +263,7 @@ def mbpp(rows: _Rows, row: dict[str, Any], index: int) -> Problem:
     """mbpp: text, code, test_list (asserts), test_setup_code: a Python function task."""
     key = str(row.get("task_id", f"row-{index}"))
     tests = [test for test in row.get("test_list") or [] if isinstance(test, str)]
-    if "python" not in rows.languages:
+    if PYTHON not in rows.languages:
         return rows.skipped(key, "MBPP is Python only and python is not in tasks.languages")
     if not tests:
         return rows.skipped(key, "no test_list")
@@ -270,7 +276,7 @@ def mbpp(rows: _Rows, row: dict[str, Any], index: int) -> Problem:
     )
     task = make_task(
         family=f"mbpp/{key}",
-        language="python",
+        language=PYTHON,
         kind="function",
         statement=statement,
         function=FunctionSpec(
@@ -278,7 +284,7 @@ def mbpp(rows: _Rows, row: dict[str, Any], index: int) -> Problem:
             tests=(setup + "\n" if setup.strip() else "") + "\n".join(hidden) + "\n",
             public_tests=tests[0] + "\n",
         ),
-        references=[Program(language="python", code=row["code"])] if row.get("code") else [],
+        references=[Program(language=PYTHON, code=row["code"])] if row.get("code") else [],
         provenance=rows.provenance(row),
     )
     return Problem(key=f"mbpp:{key}", family=f"mbpp/{key}", tasks=[task])

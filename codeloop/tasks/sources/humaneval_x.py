@@ -9,6 +9,7 @@ HumanEval it is a benchmark: every problem is in `test`, and a problem's family
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from codeloop import data as shipped
 from codeloop.config import HumanEvalXSource
 from codeloop.errors import ConfigError
+from codeloop.sandbox.language import HumanEvalX as Naming
 from codeloop.sandbox.languages import HOMES
 from codeloop.tasks.schema import FunctionSpec, Problem, Program, Provenance, make_task
 from codeloop.tasks.sources.common import files_revision, read_jsonl, row_sha256
@@ -23,38 +25,33 @@ from codeloop.tasks.sources.humaneval import family_of
 
 HUB_ID = "THUDM/humaneval-x"
 LICENSE = "Apache-2.0"
-FILE_CODES: dict[str, str] = {
-    home.LANGUAGE.name: home.HUMANEVAL_X.file_code
-    for home in sorted(HOMES, key=lambda home: home.LANGUAGE.name)
-    if home.HUMANEVAL_X is not None
+NAMING: dict[str, Naming] = {
+    home.language.name: home.humaneval_x
+    for home in sorted(HOMES, key=lambda home: home.language.name)
+    if home.humaneval_x is not None
 }
-"""Our language name -> the code in HumanEval-X file names and hub configs (from each
-language's home)."""
+"""Our language name -> how HumanEval-X names it and reads its rows (from its home)."""
+FILE_CODES: dict[str, str] = {name: naming.file_code for name, naming in NAMING.items()}
+"""Our language name -> the code in HumanEval-X file names and hub configs."""
+
+
+def statement_of(language: str, row: dict[str, Any]) -> str:
+    """The code the task shows: the prompt, and the declaration where only it holds the
+    function's signature (the language's `signature_in_declaration`)."""
+    if NAMING[language].signature_in_declaration:
+        return row["prompt"] + row["declaration"]
+    return row["prompt"]
 
 
 def reference_code(language: str, row: dict[str, Any]) -> str:
-    """The canonical solution as complete code: Rust keeps its signature in `declaration`."""
-    if language == "rust":
-        return row["prompt"] + row["declaration"] + row["canonical_solution"]
-    return row["prompt"] + row["canonical_solution"]
+    """The canonical solution as complete code: the statement, then the solution."""
+    return statement_of(language, row) + row["canonical_solution"]
 
 
 def _entry_point(language: str, row: dict[str, Any]) -> str:
-    import re
-
-    patterns = {
-        "python": r"def\s+(\w+)\s*\(",
-        "javascript": r"const\s+(\w+)\s*=|function\s+(\w+)\s*\(",
-        "rust": r"fn\s+(\w+)\s*[<(]",
-        "go": r"func\s+(\w+)\s*\(",
-    }
-    # C++ and Java: the name before the last open parameter list (Java may add `throws`),
-    # never a loop or branch of a helper's body (CPP/38's declaration has a `for` loop).
-    pattern = patterns.get(
-        language,
-        r"\b(?!(?:for|while|if|switch|catch)\b)(\w+)\s*\([^()]*\)\s*"
-        r"(?:throws\s+[\w.,\s]+?)?\{\s*$",
-    )
+    """The function under test: the last match of the language's pattern in the row's
+    declaration (else its prompt); the task id when nothing matches."""
+    pattern = NAMING[language].entry_point
     found = re.findall(pattern, row.get("declaration") or row["prompt"], flags=re.MULTILINE)
     if not found:
         return row["task_id"]
@@ -70,7 +67,7 @@ def problem_of(language: str, row: dict[str, Any], provenance: Provenance) -> Pr
         family=family,
         language=language,
         kind="function",
-        statement=row["prompt"] if language != "rust" else row["prompt"] + row["declaration"],
+        statement=statement_of(language, row),
         function=FunctionSpec(
             entry_point=_entry_point(language, row),
             declaration=row.get("declaration") or "",

@@ -6,10 +6,11 @@ solution's half at the language's -O2, both linking our codec (`headers`).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.language import BOX, BRACED_FUNCTION, Composed, HumanEvalX, Language
 from codeloop.sandbox.languages.cpp import box
 from codeloop.sandbox.languages.cpp.headers import (
     _CPP_PCH_MOUNT,
@@ -138,6 +139,28 @@ def compile_setup(
     return [argv[0], "-I/pch", *argv[1:]], [(str(pch), "/pch", False)], {}
 
 
+INCLUDE_HELPER = (
+    "#include<stdlib.h>",
+    "#include<algorithm>",
+    "#include<math.h>",
+    "#include<stdio.h>",
+    "#include<vector>",
+    "#include<string>",
+    "#include<climits>",
+    "#include<cstring>",
+    "#include<iostream>",
+)
+"""HumanEval-X's C++ include helper."""
+
+
+def _humaneval_x(row: dict[str, Any], generation: str) -> Composed:
+    """The helper's includes the prompt lacks, the prompt, then the generation."""
+    prompt = row["prompt"]
+    helper = "".join(line + "\n" for line in INCLUDE_HELPER if line not in prompt)
+    trusted = helper + "\n" + prompt
+    return Composed(trusted + generation, row["test"], trusted)
+
+
 HOME = Home(
     language=LANGUAGE,
     title="C++",
@@ -153,7 +176,9 @@ HOME = Home(
         "}\n"
     ),
     hello="#include <iostream>\nint main(){std::string s;std::cin>>s;std::cout<<s<<'\\n';}\n",
-    humaneval_x=HumanEvalX(file_code="cpp", task_prefix="CPP"),
+    humaneval_x=HumanEvalX(
+        "cpp", "CPP", position=2, entry_point=BRACED_FUNCTION, compose=_humaneval_x
+    ),
     compose_test=compose_test,
     trivial_programs=trivial_programs,
     compile_setup=compile_setup,

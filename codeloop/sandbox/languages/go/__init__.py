@@ -11,11 +11,11 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from codeloop.sandbox.cache import shared_folder
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.language import BOX, Composed, HumanEvalX, Language
 from codeloop.sandbox.languages.go import box
 from codeloop.sandbox.languages.go.cache import go_check_cache, go_warm_cache
 from codeloop.sandbox.languages.go.library import (
@@ -174,6 +174,13 @@ def compile_setup(
     return argv, binds, env
 
 
+def _humaneval_x(row: dict[str, Any], generation: str) -> Composed:
+    """The prompt, then the generation; the test file opens with the row's `test_setup`
+    (its package clause and imports)."""
+    test = row["test_setup"] + "\n" + row["test"]
+    return Composed(row["prompt"] + generation, test, row["prompt"])
+
+
 HOME = Home(
     language=LANGUAGE,
     title="Go",
@@ -190,7 +197,9 @@ HOME = Home(
         "}\n"
     ),
     hello='package main\nimport "fmt"\nfunc main(){var s string\nfmt.Scan(&s)\nfmt.Println(s)}\n',
-    humaneval_x=HumanEvalX(file_code="go", task_prefix="Go"),
+    humaneval_x=HumanEvalX(
+        "go", "Go", position=4, entry_point=r"func\s+(\w+)\s*\(", compose=_humaneval_x
+    ),
     compose_test=compose_test,
     trivial_programs=trivial_programs,
     compile_setup=compile_setup,

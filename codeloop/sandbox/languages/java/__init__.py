@@ -11,7 +11,7 @@ from pathlib import Path
 
 from codeloop.sandbox import harness
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.language import BOX, BRACED_FUNCTION, HumanEvalX, Language
 from codeloop.sandbox.languages.java import box, javac_service
 from codeloop.sandbox.languages.java.javac import _javac_steps
 from codeloop.sandbox.languages.java.trivial import trivial_programs
@@ -136,7 +136,7 @@ HOME = Home(
         "public class Main { public static void main(String[] a) {\n"
         " System.out.println(new java.util.Scanner(System.in).next()); } }\n"
     ),
-    humaneval_x=HumanEvalX(file_code="java", task_prefix="Java"),
+    humaneval_x=HumanEvalX("java", "Java", position=3, entry_point=BRACED_FUNCTION),
     compose_test=compose_test,
     trivial_programs=trivial_programs,
     compile_service=_javac_service,

@@ -20,6 +20,7 @@ the one-shot compile's would be. `CODELOOP_JAVAC_SERVICE=off` turns the service 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import select
 import shutil
@@ -33,7 +34,7 @@ from codeloop.sandbox import harness, runs, seccomp
 from codeloop.sandbox.cgroups import RunCgroup
 from codeloop.sandbox.language import BOX, Language
 from codeloop.sandbox.languages.java.javac import JAVAC_BATCH_JAR, JAVAC_BATCH_MOUNT, javac_batch
-from codeloop.sandbox.testbuild import BuildHost
+from codeloop.sandbox.testbuild import ONE_TIME_LIMITS, BuildHost
 
 SERVICE_CLASS = "CodeloopJavac"
 _MAX_REQUESTS = 400
@@ -41,17 +42,14 @@ _MAX_REQUESTS = 400
 _START_GRACE_S = 30.0
 """The first compile also pays the JVM's start: its deadline is this much longer."""
 _HEAP = "-Xmx768m"
-_LIMITS = harness.RunLimits(
+_LIMITS = dataclasses.replace(
+    ONE_TIME_LIMITS,
     wall_s=0,  # unused: the service lives as long as its worker
     cpu_s=24 * 3600,  # RLIMIT_CPU: a JVM that has spent this is replaced
     memory_mib=2048,
-    output_bytes=1 << 20,
-    processes=512,
-    workdir_mib=512,
-    address_space=False,
-    virtual_overhead_mib=4096,
-    file_size_mib=512,
 )
+"""A one-time build's limits (a JVM's threads, address space and output are the same
+there), but for the service's long life and its smaller heap."""
 _MIB = 1 << 20
 
 

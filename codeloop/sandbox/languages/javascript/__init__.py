@@ -97,7 +97,9 @@ HOME = Home(
         "console.log(2 * a + b);\n"
     ),
     hello="console.log(require('fs').readFileSync(0, 'utf8').trim());\n",
-    humaneval_x=HumanEvalX(file_code="js", task_prefix="JavaScript"),
+    humaneval_x=HumanEvalX(
+        "js", "JavaScript", position=1, entry_point=r"const\s+(\w+)\s*=|function\s+(\w+)\s*\("
+    ),
     compose_test=compose_test,
     trivial_programs=trivial_programs,
 )

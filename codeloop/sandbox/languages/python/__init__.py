@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from codeloop.sandbox import harness, warm
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.language import BOX, Composed, HumanEvalX, Language
 from codeloop.sandbox.languages.python import box
 from codeloop.sandbox.languages.python.trivial import trivial_programs
 from codeloop.sandbox.testbuild import PIPES, BuildHost, TestBuild, TestContext, make_nonce, vacuous
@@ -74,13 +75,52 @@ def _warm_runner(backend: harness.Backend) -> warm.WarmPython | None:
     return warm.WarmPython(backend) if warm.enabled() and backend.name == "bwrap" else None
 
 
+IMPORT_HELPER = (
+    "import math",
+    "import re",
+    "import sys",
+    "import copy",
+    "import datetime",
+    "import itertools",
+    "import collections",
+    "import heapq",
+    "import statistics",
+    "import functools",
+    "import hashlib",
+    "import string",
+    "from typing import *",
+    "from collections import *",
+)
+"""HumanEval-X's Python import helper without `import numpy` (no canonical solution uses
+numpy, and the sandbox's system Python has none: importing it would fail every task)."""
+
+
+def _first_body(generation: str) -> str:
+    """The official cut: keep lines up to the first non-empty one that is not indented."""
+    kept = []
+    for line in generation.split("\n"):
+        if line.strip() and line[0] not in (" ", "\t"):
+            break
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def _humaneval_x(row: dict[str, Any], generation: str) -> Composed:
+    """The import helper, the prompt, then the generation cut at its first top-level line
+    (what follows the function body is not the answer's to add)."""
+    trusted = "\n".join(IMPORT_HELPER) + "\n" + row["prompt"]
+    return Composed(trusted + _first_body(generation), row["test"], trusted)
+
+
 HOME = Home(
     language=LANGUAGE,
     title="Python",
     fences=("python", "py", "python3"),
     worked_answer="import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(2 * a + b)\n",
     hello="print(input())\n",
-    humaneval_x=HumanEvalX(file_code="python", task_prefix="Python"),
+    humaneval_x=HumanEvalX(
+        "python", "Python", position=0, entry_point=r"def\s+(\w+)\s*\(", compose=_humaneval_x
+    ),
     compose_test=compose_test,
     trivial_programs=trivial_programs,
     warm_runner=_warm_runner,

@@ -6,9 +6,10 @@ cargo registry (`crates`), with cargo test's debug checks kept on.
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import BOX, HumanEvalX, Language
+from codeloop.sandbox.language import BOX, Composed, HumanEvalX, Language
 from codeloop.sandbox.languages.rust import box
 from codeloop.sandbox.languages.rust.crates import (
     _CRATES_MOUNT,
@@ -140,6 +141,17 @@ def compose_test(
     raise refuse_unsafe("rust", "references to user-defined types, trait objects")
 
 
+EMPTY_MAIN = "\nfn main(){ \n } \n"
+"""The `main` HumanEval-X's Rust programs open with (the tests are a `#[cfg(test)]` module)."""
+
+
+def _humaneval_x(row: dict[str, Any], generation: str) -> Composed:
+    """An empty `main`, the declaration (its `use`s and the signature the prompt leaves
+    out), the prompt, then the generation: the official harness's order."""
+    trusted = EMPTY_MAIN + row["declaration"]
+    return Composed(trusted + row["prompt"] + generation, row["test"], trusted)
+
+
 HOME = Home(
     language=LANGUAGE,
     title="Rust",
@@ -158,7 +170,14 @@ HOME = Home(
         "fn main(){let mut s=String::new();std::io::stdin().read_line(&mut s).unwrap();"
         'println!("{}",s.trim());}\n'
     ),
-    humaneval_x=HumanEvalX(file_code="rust", task_prefix="Rust"),
+    humaneval_x=HumanEvalX(
+        "rust",
+        "Rust",
+        position=5,
+        entry_point=r"fn\s+(\w+)\s*[<(]",
+        compose=_humaneval_x,
+        signature_in_declaration=True,
+    ),
     compose_test=compose_test,
     trivial_programs=trivial_programs,
 )
