@@ -313,7 +313,23 @@ def predict(result: dict[str, Any], base: dict[str, Any], reps: int) -> dict[str
         points.append({"f": f, "gate": gate["keep"], "audit": audit["keep"],
                        "accept": gate["keep"] * audit["keep"],
                        "audit_wilson": [audit["low"], audit["high"]]})  # fmt: skip
-    return {"points": points, "rho": rho, "rho_greedy": rho_greedy}
+    # The effect shaped as measured (circular: the decision's own samples), which shows
+    # what a uniform f leaves out where a change sits on a few tasks.
+    shaped = {}
+    for kind, rule, key in (
+        ("gate", gate_rule, "gate_counts"),
+        ("audit", audit_rule, "audit_counts"),
+    ):
+        counts = result[key]
+        if not counts:
+            shaped[kind] = None
+            continue
+        k = result["samples"][kind]
+        q = posterior(counts["candidate"], k)
+        shaped[kind] = oc_point(kind, rule, profile, rho, lambda _p, _rng, q=q: q, reps, 2028)[
+            "keep"
+        ]
+    return {"points": points, "shaped": shaped, "rho": rho, "rho_greedy": rho_greedy}
 
 
 def agrees(happened: bool, points: list[dict[str, Any]], key: str = "accept") -> bool:
@@ -349,8 +365,9 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
         "| candidate | rows (harmful) | loss first -> last | held-out greedy before -> after "
         "[95%] | held-out sampled parent -> candidate (change ± se) | f [95%] | gate: change "
         "[lower bound] | audit: change [lower bound] | decision | predicted P(promising), "
-        "P(audit keeps), P(accept) at f low / est / high | agrees: gate, audit, decision |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "P(audit keeps), P(accept) at f low / est / high | agrees: gate, audit, decision "
+        "| P(promising), P(audit keeps) with the effect shaped as measured |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_dose: dict[int, list[tuple[bool, float]]] = {}
     agreeing = {"gate": 0, "audit": 0, "accept": 0}
@@ -390,7 +407,12 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
             f"[{held['interval'][0]:+.1f}, {held['interval'][1]:+.1f}] | {sampled} | "
             f"{est:.2f} [{low:.2f}, {high:.2f}] | {cells[0]} | {cells[1]} | "
             f"{'accept' if res['accepted'] else 'reject'} | {bands} | "
-            f"{_yes(ok['gate'])}, {_yes(ok['audit'])}, {_yes(ok['accept'])} |"
+            f"{_yes(ok['gate'])}, {_yes(ok['audit'])}, {_yes(ok['accept'])} | "
+            + ", ".join(
+                "-" if value is None else _pct(value)
+                for value in predicted[res["name"]]["shaped"].values()
+            )
+            + " |"
         )
     lines += ["", "| dose | candidates | accepted | expected accepts (sum of P at f's estimate) |",
               "|---|---|---|---|"]  # fmt: skip
