@@ -24,7 +24,8 @@ Profiles (where p comes from):
 Each runs at the measured rho and at rho = 0 (pessimistic: no shared draws).
 
 Effects (candidate against parent): shift (q = p + d, clipped), scale (q = f p: halved,
-gone) and concentrated (m tasks the parent solves go to 0). The true effect is the
+gone), concentrated (m tasks the parent solves go to 0) and concentrated gains (m tasks
+gain d points each, as real candidates' gains did in bench/doses.py). The true effect is the
 exact mean of q - p over the set, in points.
 
 The output: per rule and effect, P(keep) with its 95% Wilson interval over the
@@ -121,6 +122,22 @@ def scale(factor: float) -> Callable[[np.ndarray, np.random.Generator], np.ndarr
     return lambda p, _rng: p * factor
 
 
+def concentrated_gain(
+    tasks: int, points: float
+) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
+    """`tasks` tasks gain `points` each (clipped), the rest unchanged: a real gain sitting on
+    a few tasks, as bench/doses.py measured on cpu-demo candidates (two or three audit
+    tasks carried all of it), which a uniform shift or scale spreads out."""
+
+    def effect(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        q = p.copy()
+        chosen = rng.choice(len(p), size=min(tasks, len(p)), replace=False)
+        q[chosen] = np.clip(p[chosen] + points / 100, 0, 1)
+        return q
+
+    return effect
+
+
 def concentrated(tasks: int) -> Callable[[np.ndarray, np.random.Generator], np.ndarray]:
     def effect(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         q = p.copy()
@@ -146,6 +163,8 @@ EFFECTS = {
     "halved": scale(0.5),
     "gone": scale(0.0),
     "3 tasks lost": concentrated(3),
+    "2 tasks +40": concentrated_gain(2, 40),
+    "3 tasks +40": concentrated_gain(3, 40),
 }
 
 
