@@ -8,7 +8,8 @@ output or the statement, labelled verified: bench/decisions.py's `label_rows`) a
 rest the model's own verified rows (the round's export, plus `--helpful-rows` when the
 round verified too few). Every dose trains at one learning rate (`--lr`; at the
 preset's 1e-4, 16 steps of labels left the held-out set unchanged) with the round's
-seed, so the parent's answers and samples are shared between doses.
+seed, so the parent's answers and samples are shared between doses; `--lrs` adds
+learning-rate doses (every harmful dose at each rate; names end -lr3e-04 off 1e-3).
 
 Each candidate then meets the preset's real guard: the phases baseline, train,
 candidate, gate, audit-parent and audit-candidate as `codeloop phase` processes (the
@@ -23,7 +24,11 @@ multiplicative: a candidate keeps, halves or loses what the parent could do):
     over tasks; f and its 95% interval come from it;
   - greedy pass@1 and its paired bootstrap interval, reported beside it (and used for f
     with `--truth-samples 0`). The two can differ: training that sharpens the model's
-    answers raises its sampled pass rate without changing its greedy one.
+    answers raises its sampled pass rate without changing its greedy one;
+  - the audit's own truth (`--family-variants` V, 3 by default): the same k samples on
+    variants 1..V of every family whose variant 0 the audit holds (fresh tasks of the
+    audit's families), judged against the audit's margin, with the audit's band at the
+    f measured there.
 
 Prediction: bench/decision_sim.py's `oc_point` through the same decision code, on a
 profile of this base round: per task, the parent's pass probability is the posterior
@@ -35,8 +40,8 @@ the band when the outcome it gave had, somewhere in the band, a chance of at lea
 2.5%; per dose, the observed accepts are set beside the expected count.
 
     .venv/bin/python bench/doses.py --session DIR [--seeds 11,12] [--doses 100,0,50,25,75]
-        [--languages javascript,java] [--rows 16] [--lr 1e-3] [--helpful-rows FILE]
-        [--reps 400] [--report-only]
+        [--lrs 1e-3,3e-4] [--family-variants 3] [--languages javascript,java] [--rows 16]
+        [--helpful-rows FILE] [--reps 400] [--report-only]
 
 Resumable: every finished phase, decision and held-out evaluation is kept in DIR; the
 report lists every candidate DIR holds. Candidates run dose by dose across the base
@@ -65,20 +70,29 @@ from results import record
 from codeloop import store
 from codeloop.config import load, load_preset, validate
 from codeloop.evaluate import guard
+from codeloop.evaluate.suites import suite_tasks
 from codeloop.loop import confirm, finish
 from codeloop.loop import gate as gate_phase
 from codeloop.loop.audit import audit_tasks
 from codeloop.loop.common import Round
 from codeloop.loop.launcher import open_session
+from codeloop.tasks import curriculum
+from codeloop.tasks.schema import Task
 
 TRUTH = "truth-confirm"
 """The candidate round's folder of seeded held-out samples (the sampled truth)."""
+FAMILY = "truth-family"
+"""Its folder of seeded samples on fresh variants of the audit's families (the audit's
+own distribution, on tasks the audit does not hold)."""
+REFERENCE_LR = 1e-3
+"""The learning rate whose candidates keep their first names (s11-dose000)."""
 SHARED_PHASES = (
     "baseline",
     "audit-parent",
     "audit-confirm-parent",
     "gate-confirm-parent",
     f"{TRUTH}-parent",
+    f"{FAMILY}-parent",
 )
 """Phases that ask the parent only: their answers are shared between the doses."""
 BAND_CHANCE = 0.025
@@ -163,18 +177,42 @@ def inputs(folder: Path) -> dict[str, Any]:
     return found
 
 
-def sampled_truth(folder: Path, tasks: list, k: int) -> dict[str, Any]:
-    """(`folder`: the candidate's session.) The truth in the guard's own measure: k seeded samples per held-out task of parent
-    and candidate at the audit's temperature (confirm.sample, bound like the audit's),
-    and their paired estimate over the tasks."""
+def family_tasks(config, variants: int) -> list[Task]:
+    """Variants 1..`variants` of every family the audit (curriculum-test) holds variant
+    0 of, in the session's languages: fresh tasks of the audit's families."""
+    tasks = []
+    for variant in range(1, variants + 1):
+        for family in curriculum.families():
+            if family.name not in audit_families(config):
+                continue
+            problem = curriculum.render_problem(
+                family, variant, config.seed, config.tasks.languages
+            )
+            tasks += [task.with_split("test") for task in problem.tasks]
+    return tasks
+
+
+def audit_families(config) -> set[str]:
+    """The curriculum families whose variant 0 the audit holds."""
+    return {
+        task.family.removeprefix("curriculum/") for task in suite_tasks(config, "curriculum-test")
+    }
+
+
+def sampled_truth(folder: Path, tasks: list, k: int, name: str = TRUTH) -> dict[str, Any]:
+    """(`folder`: the candidate's session.) The truth in the guard's own measure: k
+    seeded samples per task of `tasks` (the held-out set; or, `name` FAMILY, fresh
+    variants of the audit's families) of parent and candidate at the audit's
+    temperature (confirm.sample, bound like the audit's), and their paired estimate
+    over the tasks."""
     r = decisions.round_of(folder)
     data = r.config.model_dump(mode="json", by_alias=True, exclude_none=True)
     data["audit"]["confirm_samples"] = k
     ruled = decisions.round_of(folder, validate(data, "bench/doses.py truth samples"))
     adapters = {"parent": ruled.parent_path, "candidate": str(ruled.candidate_adapter)}
-    confirm.sample(ruled, tasks, adapters, name=TRUTH)
+    confirm.sample(ruled, tasks, adapters, name=name)
     ids = [task.id for task in tasks]
-    sides = confirm.saved_passes(ruled, TRUTH, ids)
+    sides = confirm.saved_passes(ruled, name, ids)
     found = guard.paired_estimate(sides["parent"], sides["candidate"], ids)
     return {
         "samples": k,
@@ -187,22 +225,45 @@ def sampled_truth(folder: Path, tasks: list, k: int) -> dict[str, Any]:
     }
 
 
-def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[str, Any]:
-    """One candidate through the real guard, its decision and truth saved in DIR/results."""
-    name = f"s{shared.config.seed}-dose{dose:03d}"
+def candidate_name(seed: int, dose: int, lr: float) -> str:
+    """s11-dose000, with -lr3e-4 after it at a learning rate other than REFERENCE_LR."""
+    name = f"s{seed}-dose{dose:03d}"
+    return name if lr == REFERENCE_LR else f"{name}-lr{lr:.0e}"
+
+
+def backfill(saved: dict[str, Any], folder: Path, held, family: list[Task], args) -> bool:
+    """Add the truths a saved result lacks (asked for after it was judged); whether any."""
+    added = False
+    k = args.truth_samples
+    if k and (saved.get("truth") or {}).get("samples") != k:
+        decisions.say(f"{saved['name']}: sampled truth, {k} per held-out task")
+        saved["truth"] = sampled_truth(folder, held.tasks, k)
+        added = True
+    wanted = {"samples": k, "tasks": len(family)}
+    have = saved.get("family_truth") or {}
+    if k and family and {key: have.get(key) for key in wanted} != wanted:
+        decisions.say(f"{saved['name']}: audit-family truth, {k} per task of {len(family)}")
+        saved["family_truth"] = sampled_truth(folder, family, k, name=FAMILY)
+        added = True
+    return added
+
+
+def run_dose(
+    work: Path, shared: Round, held, family: list[Task], dose: int, lr: float, args, extra
+) -> dict[str, Any]:
+    """One candidate through the real guard, its decision and truths saved in DIR/results."""
+    name = candidate_name(shared.config.seed, dose, lr)
     result_file = work / "results" / f"{name}.json"
     folder = work / "candidates" / name
     if (saved := store.read(result_file, None)) is not None:
-        if args.truth_samples and (saved.get("truth") or {}).get("samples") != args.truth_samples:
-            decisions.say(f"{name}: sampled truth, {args.truth_samples} per held-out task")
-            saved["truth"] = sampled_truth(folder, held.tasks, args.truth_samples)
+        if backfill(saved, folder, held, family, args):
             store.write_json(result_file, saved)
             decisions.share_answers(shared.session.root, folder, SHARED_PHASES)
         return saved
     started = time.time()
     if not folder.exists():
         decisions.say(f"{name}: writing its training data")
-        make_dose(shared, folder, dose, args.rows, args.lr, extra)
+        make_dose(shared, folder, dose, args.rows, lr, extra)
     r = decisions.round_of(folder)
     for phase in decisions.CANDIDATE_PHASES:
         if not r.phase_done(phase):
@@ -243,6 +304,7 @@ def run_dose(work: Path, shared: Round, held, dose: int, args, extra) -> dict[st
         else None,
         "seconds": time.time() - started,
     }
+    backfill(result, folder, held, family, args)
     store.write_json(result_file, result)
     decisions.share_answers(shared.session.root, folder, SHARED_PHASES)
     return result
@@ -260,11 +322,12 @@ def posterior(counts: list[int], k: int) -> np.ndarray:
     return (fit["a"] + np.asarray(counts)) / (fit["a"] + fit["b"] + k)
 
 
-def factors(result: dict[str, Any]) -> tuple[float, float, float]:
+def factors(result: dict[str, Any], key: str = "truth") -> tuple[float, float, float]:
     """(low, estimate, high) of f = candidate / parent pass rate on the held-out set: from
     the sampled truth (the guard's own measure) when there is one, its 95% interval
-    normal over tasks; else from greedy pass@1 and its paired bootstrap interval."""
-    truth = result.get("truth")
+    normal over tasks; else from greedy pass@1 and its paired bootstrap interval.
+    `key` "family_truth": on the fresh variants of the audit's families instead."""
+    truth = result.get(key)
     if truth:
         rate, change, se = truth["parent_rate"], truth["change"], truth["standard_error"]
         if rate == 0:
@@ -329,7 +392,18 @@ def predict(result: dict[str, Any], base: dict[str, Any], reps: int) -> dict[str
         shaped[kind] = oc_point(kind, rule, profile, rho, lambda _p, _rng, q=q: q, reps, 2028)[
             "keep"
         ]
-    return {"points": points, "shaped": shaped, "rho": rho, "rho_greedy": rho_greedy}
+    family = []  # the audit's band with f measured on its own families' fresh variants
+    if result.get("family_truth"):
+        for f in factors(result, "family_truth"):
+            audit = oc_point("audit", audit_rule, profile, rho, scale(f), reps, 2027)
+            family.append({"f": f, "audit": audit["keep"]})
+    return {
+        "points": points,
+        "shaped": shaped,
+        "family": family,
+        "rho": rho,
+        "rho_greedy": rho_greedy,
+    }
 
 
 def agrees(happened: bool, points: list[dict[str, Any]], key: str = "accept") -> bool:
@@ -369,7 +443,7 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
         "| P(promising), P(audit keeps) with the effect shaped as measured |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    by_dose: dict[int, list[tuple[bool, float]]] = {}
+    by_dose: dict[tuple[int, float], list[tuple[bool, float]]] = {}
     agreeing = {"gate": 0, "audit": 0, "accept": 0}
     for res in ordered:
         points = predicted[res["name"]]["points"]
@@ -381,7 +455,9 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
         ok = {key: agrees(value, points, key) for key, value in happened.items()}
         for key, value in ok.items():
             agreeing[key] += value
-        by_dose.setdefault(res["dose"], []).append((res["accepted"], points[1]["accept"]))
+        by_dose.setdefault((res["dose"], res["learning_rate"]), []).append(
+            (res["accepted"], points[1]["accept"])
+        )
         held, truth = res["heldout"], res.get("truth")
         low, est, high = factors(res)
         first, last = res["loss"]
@@ -414,15 +490,16 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
             )
             + " |"
         )
-    lines += ["", "| dose | candidates | accepted | expected accepts (sum of P at f's estimate) |",
-              "|---|---|---|---|"]  # fmt: skip
-    for dose, seen in sorted(by_dose.items()):
+    lines += ["", "| dose | lr | candidates | accepted | expected accepts (sum of P at f's "
+              "estimate) |", "|---|---|---|---|---|"]  # fmt: skip
+    for (dose, lr), seen in sorted(by_dose.items()):
         kept = sum(a for a, _ in seen)
         low, high = wilson(kept, len(seen))
         lines.append(
-            f"| {dose}% | {len(seen)} | {kept} [{_pct(low)}, {_pct(high)}] | "
+            f"| {dose}% | {lr:g} | {len(seen)} | {kept} [{_pct(low)}, {_pct(high)}] | "
             f"{sum(p for _, p in seen):.2f} |"
         )
+    lines += family_table(ordered, predicted)
     lines += [
         "",
         "Measured per candidate against its parent (bench/guard_inputs.py's measure_set): "
@@ -459,6 +536,54 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
     return lines
 
 
+def family_table(ordered: list[dict[str, Any]], predicted: dict[str, Any]) -> list[str]:
+    """The audit against its own distribution: each candidate's sampled change on fresh
+    variants of the audit's families, whether that truth says worse than the margin,
+    and the audit's band at the f measured there."""
+    rows = [res for res in ordered if res.get("family_truth")]
+    if not rows:
+        return []
+    margin = load_preset("cpu-demo").audit.margin
+    truth = rows[0]["family_truth"]
+    lines = [
+        "",
+        f"The audit against fresh variants of its own families ({truth['tasks']} tasks the "
+        f"audit does not hold, {truth['samples']} samples per task and side at T "
+        f"{truth['temperature']:g}): the truth says worse when the change's 95% upper end "
+        f"is below -{100 * margin:g} points, not worse when its lower end is above, else "
+        "undecided.",
+        "",
+        "| candidate | audit: change [lower bound] | audit kept | fresh variants: parent -> "
+        "candidate (change ± se) | truth | f [95%] | predicted P(audit keeps) at f low / "
+        "est / high | agrees |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    inside = 0
+    for res in rows:
+        t = res["family_truth"]
+        low_end = t["change"] - 1.96 * t["standard_error"]
+        high_end = t["change"] + 1.96 * t["standard_error"]
+        verdict = (
+            "worse" if high_end < -margin else "not worse" if low_end > -margin else "undecided"
+        )
+        band = predicted[res["name"]]["family"]
+        kept = audit_kept(res)
+        ok = agrees(kept, band, "audit")
+        inside += ok
+        low, est, high = (p["f"] for p in band)
+        e = res["audit"]["evidence"]
+        lines.append(
+            f"| {res['name']} | "
+            + (f"{100 * e['change']:+.1f} [{100 * e['lower_bound']:+.1f}]" if e else "not sampled")
+            + f" | {_yes(kept).lower()} | {_pct(t['parent_rate'])} -> "
+            f"{_pct(t['candidate_rate'])} ({100 * t['change']:+.1f} ± "
+            f"{100 * t['standard_error']:.1f}) | {verdict} | {est:.2f} [{low:.2f}, {high:.2f}] "
+            f"| {' / '.join(_pct(p['audit']) for p in band)} | {_yes(ok)} |"
+        )
+    lines += ["", f"Audit inside its band at the fresh variants' f: {inside} of {len(rows)}."]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--session", type=Path, required=True, help="this bench's folder")
@@ -466,7 +591,15 @@ def main() -> None:
     parser.add_argument("--doses", default="100,0,50,25,75", help="harmful shares, percent")
     parser.add_argument("--languages", default="javascript,java")
     parser.add_argument("--rows", type=int, default=16, help="training rows per candidate")
-    parser.add_argument("--lr", type=float, default=1e-3, help="every dose's learning rate")
+    parser.add_argument(
+        "--lrs", default=f"{REFERENCE_LR:g}", help="learning rates, each run at every dose"
+    )
+    parser.add_argument(
+        "--family-variants",
+        type=int,
+        default=3,
+        help="fresh variants per audit family for the audit-family truth (0: none)",
+    )
     parser.add_argument("--helpful-rows", type=Path, default=None, help="extra verified rows")
     parser.add_argument("--reps", type=int, default=400, help="simulated decisions per point")
     parser.add_argument(
@@ -485,23 +618,30 @@ def main() -> None:
         extra = [json.loads(line) for line in text.splitlines() if line]
     languages = args.languages.split(",")
     doses = [int(d) for d in args.doses.split(",")]
+    learning_rates = [float(lr) for lr in args.lrs.split(",")]
     if not args.report_only:
         shared = {seed: base_round(work, languages, int(seed)) for seed in args.seeds.split(",")}
-        held = decisions.Heldout(work / "heldout", next(iter(shared.values())).config)
-        for dose in doses:
-            for seed, r in shared.items():
-                decisions.say(f"candidate s{seed} dose {dose}%")
-                run_dose(work, r, held, dose, args, extra)
+        first = next(iter(shared.values())).config
+        held = decisions.Heldout(work / "heldout", first)
+        for lr in learning_rates:
+            for dose in doses:
+                for seed, r in shared.items():
+                    family = family_tasks(r.config, args.family_variants)
+                    decisions.say(f"candidate s{seed} dose {dose}% lr {lr:g}")
+                    run_dose(work, r, held, family, dose, lr, args, extra)
     results = [store.read(path) for path in sorted((work / "results").glob("*.json"))]
     for res in results:  # judged before the inputs were recorded
         res.setdefault("inputs", inputs(work / "candidates" / res["name"] / "round-000001"))
+        res.setdefault("learning_rate", REFERENCE_LR)
     if not results:
         raise SystemExit(f"{work}: no finished candidate yet")
     lines = [
         f"bench folder {work.name}; preset cpu-demo's guard (gate paired k "
         f"{results[0]['samples']['gate']}, audit paired k {results[0]['samples']['audit']}, "
         f"margin {load_preset('cpu-demo').audit.margin:g}), languages {args.languages}, "
-        f"{args.rows} rows per candidate at lr {args.lr:g}; harmful rows print the public "
+        f"{args.rows} rows per candidate at lr "
+        + ", ".join(sorted({f"{r['learning_rate']:g}" for r in results}))
+        + "; harmful rows print the public "
         "example's output or the statement. Truth on bench/holdout.py: sampled (the "
         "guard's measure) and greedy.",
         "",
