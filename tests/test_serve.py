@@ -10,6 +10,7 @@ workers; every wait is bounded.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import json
@@ -72,7 +73,8 @@ def run_code(client: httpx.Client, **body: object) -> dict:
     assert answer.status_code == 200, answer.text
     found = answer.json()
     assert set(found) == RESPONSE_KEYS
-    assert found["executor_pod_name"] is None and found["files"] == {}
+    assert found["executor_pod_name"] is None
+    assert set(found["files"]) <= set(body.get("fetch_files", []))  # type: ignore[arg-type]
     for key in ("compile_result", "run_result"):
         assert found[key] is None or set(found[key]) == RESULT_KEYS
     return found
@@ -194,11 +196,98 @@ def test_an_unknown_language_is_a_clear_422(client: httpx.Client) -> None:
     assert "'cobol'" in detail and "python" in detail and "nodejs" in detail
 
 
-def test_files_are_refused_until_supported(client: httpx.Client) -> None:
-    answer = client.post("/run_code", json={"code": "print(1)", "files": {"a.txt": "eA=="}})
-    assert answer.status_code == 422 and "files" in answer.json()["detail"]
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def test_files_go_in_and_fetch_files_come_back(client: httpx.Client) -> None:
+    code = (
+        "import os\n"
+        "text = open('data/in.txt').read() + open('/tmp/host/abs.txt').read()\n"
+        "open('out file.txt', 'w').write(text.upper())\n"
+        "print(sorted(os.listdir('.')))\n"
+    )
+    found = run_code(
+        client,
+        code=code,
+        files={
+            "data/in.txt": b64("hello"),
+            "/tmp/host/abs.txt": b64(" there"),  # LazyLLM keys files by their host paths
+            "skipped.txt": None,
+            "empty.txt": "",
+        },
+        fetch_files=["out file.txt", "data/in.txt", "/work/data/in.txt", "never-written.txt"],
+    )
+    assert found["status"] == "Success", found
+    # the program's own stdout, the trailer cut off; null and empty contents write nothing
+    assert found["run_result"]["stdout"] == "['data', 'out file.txt']\n"
+    got = {path: base64.b64decode(data).decode() for path, data in found["files"].items()}
+    assert got == {  # missing ones skipped
+        "out file.txt": "HELLO THERE",
+        "data/in.txt": "hello",
+        "/work/data/in.txt": "hello",
+    }
+    java = (
+        "import java.nio.file.*;\npublic class Main { public static void main(String[] a)"
+        ' throws Exception { Files.writeString(Path.of("r.txt"), "j" + Files.readString('
+        'Path.of("in.txt"))); } }\n'
+    )
+    found = run_code(client, code=java, language="java", files={"in.txt": b64("x")},
+                     fetch_files=["r.txt"])  # fmt: skip
+    assert found["status"] == "Success" and base64.b64decode(found["files"]["r.txt"]) == b"jx"
+
+
+def test_a_run_that_fails_or_times_out_keeps_its_exit_and_fetches_nothing_past_a_timeout(
+    client: httpx.Client,
+) -> None:
+    found = run_code(client, code="open('o', 'w').write('1')\nraise SystemExit(3)",
+                     fetch_files=["o"])  # fmt: skip
+    assert found["status"] == "Failed" and found["run_result"]["return_code"] == 3
+    assert found["files"] == {"o": b64("1")}  # it finished: what it wrote comes back
+    found = run_code(client, code="import time\nopen('o', 'w').write('1')\ntime.sleep(9)",
+                     fetch_files=["o"], run_timeout=1)  # fmt: skip
+    assert found["run_result"]["status"] == "TimeLimitExceeded" and found["files"] == {}
+
+
+def test_a_forged_files_trailer_changes_nothing_but_its_own_stdout(client: httpx.Client) -> None:
+    # The shell that fetches the files is the program's parent; its command line holds
+    # the trailer's mark. A program printing a trailer of its own is cut at the last
+    # mark, the real one, so the real file comes back and the forgery stays stdout.
+    code = (
+        "import base64, os\n"
+        "argv = open(f'/proc/{os.getppid()}/cmdline', 'rb').read().split(b'\\0')\n"
+        "mark = next(a for a in argv if a.startswith(b'codeloop-files-')).decode()\n"
+        "open('o.txt', 'w').write('real')\n"
+        "name, fake = (base64.b64encode(x).decode() for x in (b'o.txt', b'forged'))\n"
+        "print(f'\\n{mark}\\n{name}\\n{fake}')\n"
+    )
+    found = run_code(client, code=code, fetch_files=["o.txt"])
+    assert found["status"] == "Success", found
+    assert found["files"] == {"o.txt": b64("real")}
+    assert b64("forged") in found["run_result"]["stdout"]
+    big = "open('big', 'w').write('x' * (4 << 20))"  # past the 1 MiB output limit as base64
+    found = run_code(client, code=big, fetch_files=["big"])
+    assert found["files"] == {} and found["run_result"]["status"] == "Finished"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"files": {"../escape.txt": "eA=="}},
+        {"files": {"/etc/passwd": "eA=="}},
+        {"files": {"/tmp/../etc/passwd": "eA=="}},
+        {"files": {"a.txt": "not base64!"}},
+        {"fetch_files": ["../../etc/shadow"]},
+        {"fetch_files": ["/proc/self/environ"]},
+        {"files": {f"f{i}": "eA==" for i in range(65)}},
+    ],
+)
+def test_unsafe_or_malformed_files_are_a_clear_422(client: httpx.Client, body: dict) -> None:
+    answer = client.post("/run_code", json={"code": "print(1)", **body})
+    assert answer.status_code == 422, answer.text
+    assert "file" in answer.json()["detail"]
     empty = run_code(client, code="print(1)", files={}, fetch_files=[])  # verl's shape
-    assert empty["status"] == "Success"
+    assert empty["status"] == "Success" and empty["files"] == {}
 
 
 def test_a_sandbox_error_is_sandbox_error_with_its_message() -> None:

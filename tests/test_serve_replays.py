@@ -5,8 +5,9 @@ where each shape comes from, file and commit).
 Each answer must have SandboxFusion's response shape (its keys, status strings and null
 rules), and the client's own reading of it, re-stated below in a few lines from its
 source, must give the verdict the program deserves. Shapes this server does not serve
-(ROLL's `ruby`, LazyLLM's input and output files) must be refused with a clear 4xx,
-which both clients report as a failed call, never as a verdict.
+(ROLL's `ruby`) must be refused with a clear 4xx, which the client reports as a failed
+call, never as a verdict. LazyLLM's input files (keyed by their host paths) and output
+files (`fetch_files`) are served, read back as its `_process_output_files` does.
 """
 
 from __future__ import annotations
@@ -69,13 +70,15 @@ def roll_reads(answer: dict) -> dict:
 
 
 def lazyllm_reads(answer: dict) -> dict:
-    """LazyLLM's `SandboxFusion._execute`: success is status Success and exit code 0."""
+    """LazyLLM's `SandboxFusion._execute`: success is status Success and exit code 0;
+    `_process_output_files` writes each of the answer's `files` (name -> base64)."""
     run = answer.get("run_result") or {}
     code = run.get("return_code", -1)
     return {
         "success": answer.get("status") == "Success" and code == 0,
         "stdout": run.get("stdout", ""),
         "returncode": code,
+        "files": dict(answer.get("files") or {}),
     }
 
 
@@ -121,7 +124,6 @@ def test_lazyllm_shapes(base: str, case: dict) -> None:
     expect = case["expect"]
     if "http" in expect:
         assert answer.status_code == expect["http"], answer.text
-        assert "files" in answer.json()["detail"]
         return
     assert answer.status_code == 200, answer.text
     found = answer.json()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox import harness
+from codeloop.sandbox import harness, run_files
 from codeloop.sandbox.cache import shared_folder
 from codeloop.sandbox.compiler import COMPILE_TIMED_OUT, Compiler
 from codeloop.sandbox.function_tests import TaskRefused, TestContext, compose
@@ -164,6 +164,10 @@ class Sandbox:
                 compiled = _compile_step(failed, compile_ms)
                 if compiled.status != "finished" or compiled.exit_code != 0:
                     return ProgramRun(compile=compiled, backend=self.backend.name)
+            mark = None
+            if request.files or request.fetch_files:
+                run_files.write_inputs(box, request.files)
+                argv, mark = run_files.wrap(list(argv), request.fetch_files)
             run = harness.run(
                 self.backend,
                 argv,
@@ -174,7 +178,13 @@ class Sandbox:
             )
         finally:
             harness.remove_box(box)
-        return ProgramRun(compile=compiled, run=run_step(language, run), backend=self.backend.name)
+        step, fetched = run_step(language, run), {}
+        if mark is not None:
+            stdout, fetched = run_files.split(step.stdout, mark)
+            if step.status != "finished" or step.output_limit:
+                fetched = {}
+            step = step.model_copy(update={"stdout": stdout})
+        return ProgramRun(compile=compiled, run=step, backend=self.backend.name, files=fetched)
 
     def _broken_run(self, problem: str) -> ProgramRun:
         step = Step(status="environment_error", stderr=problem[:FEEDBACK_CHARS])

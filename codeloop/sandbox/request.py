@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from codeloop.config import SandboxLimits
+from codeloop.sandbox import run_files
 
 if TYPE_CHECKING:
     from codeloop.sandbox.language import Language
@@ -181,6 +182,31 @@ class RunRequest(BaseModel):
     debug: bool = False
     """Runtime checks on, as SandboxFusion builds: Java runs with assertions (`-ea`), Rust
     is a debug build (overflow checks and debug assertions); other languages as checked."""
+    files: dict[str, str] = Field(default_factory=dict)
+    """Files put in the run's working folder before it starts: relative path -> base64
+    content (`run_files`)."""
+    fetch_files: list[str] = Field(default_factory=list)
+    """Relative paths read back from the run's working folder when it has ended."""
+
+    @field_validator("files")
+    @classmethod
+    def _files_fit(cls, files: dict[str, str]) -> dict[str, str]:
+        if len(files) > run_files.MAX_FILES:
+            raise ValueError(f"{len(files)} files; the sandbox takes {run_files.MAX_FILES}")
+        checked = {run_files.check_path(path): content for path, content in files.items()}
+        size = sum(len(run_files.decode(path, content)) for path, content in checked.items())
+        if size > run_files.MAX_FILE_BYTES:
+            raise ValueError(f"the files hold {size} bytes; the sandbox takes "
+                             f"{run_files.MAX_FILE_BYTES}")  # fmt: skip
+        return checked
+
+    @field_validator("fetch_files")
+    @classmethod
+    def _fetch_fits(cls, paths: list[str]) -> list[str]:
+        if len(paths) > run_files.MAX_FILES:
+            limit = run_files.MAX_FILES
+            raise ValueError(f"{len(paths)} files to fetch; the sandbox takes {limit}")
+        return [run_files.check_path(path) for path in paths]
 
     @field_validator("program")
     @classmethod
@@ -218,3 +244,6 @@ class ProgramRun(BaseModel):
     compile: Step | None = None
     run: Step | None = None
     backend: str = ""
+    files: dict[str, str] = Field(default_factory=dict)
+    """The asked-for `fetch_files` the run left behind: path -> base64 content (none when
+    the run timed out or met its output limit)."""

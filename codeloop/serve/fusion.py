@@ -15,6 +15,9 @@ null rules:
 - The top `status`: `SandboxError` when a step is `Error` (its `message` says why);
   else `Failed` when a step timed out or exited non-zero; else `Success`.
 - `execution_time`: seconds the step itself ran, never the time queued.
+- `files` (relative path -> base64) are put in the program's working folder before it
+  runs; `fetch_files` come back in the answer's `files` when the run finished
+  (`sandbox.run_files`: relative paths only, 64 files and 8 MiB each way at most).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox.languages import LANGUAGES as HOME_LANGUAGES
@@ -79,10 +82,6 @@ def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
     if language is None:
         known = ", ".join(LANGUAGES)
         raise Refused(422, f"language {name!r} is not served here; known: {known}")
-    if any(content is not None for content in body.files.values()):
-        raise Refused(422, "`files` is not supported by this server yet; send the code alone")
-    if body.fetch_files:
-        raise Refused(422, "`fetch_files` is not supported by this server yet")
     check_size("the code", body.code, settings.max_code_bytes)
     check_size("stdin", body.stdin, settings.max_stdin_bytes)
     asked = body.memory_limit_MB if body.memory_limit_MB is not None else body.memory_limit_mb
@@ -92,9 +91,19 @@ def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
         compile_time_s=min(body.compile_timeout, settings.max_compile_timeout_s),
         memory_mib=min(memory, settings.max_memory_mib),
     )
-    return RunRequest(
-        language=language, program=body.code, stdin=body.stdin or "", limits=limits, debug=True
-    )
+    try:
+        return RunRequest(
+            language=language,
+            program=body.code,
+            stdin=body.stdin or "",
+            limits=limits,
+            debug=True,
+            # SandboxFusion writes no file for an empty or null content
+            files={path: content for path, content in body.files.items() if content},
+            fetch_files=body.fetch_files,
+        )
+    except ValidationError as error:
+        raise Refused(422, "; ".join(e["msg"] for e in error.errors())) from None
 
 
 def command_result(step: Step) -> CommandRunResult:
@@ -138,6 +147,7 @@ def response(run: ProgramRun) -> RunCodeResponse:
         message="",
         compile_result=compiled,
         run_result=ran,
+        files=run.files,
     )
 
 
