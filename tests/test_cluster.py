@@ -262,8 +262,9 @@ def test_the_cluster_listens_on_loopback_only_and_refuses_a_client_without_its_t
         assert "InvalidAuthToken" in said[stranger] and "CONNECTED" not in said[stranger], said
 
 
-def _chunk_workers() -> list[int]:
-    """Pids of Ray worker processes executing a chunk right now (Ray titles them)."""
+def _chunk_workers(*titles: bytes) -> list[int]:
+    """Pids of Ray worker processes executing a chunk (or one of the tasks `titles`)
+    right now: Ray titles them."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -272,7 +273,7 @@ def _chunk_workers() -> list[int]:
             title = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if title.startswith(b"ray::_check_chunk"):
+        if title.startswith(titles or (b"ray::_check_chunk",)):
             found.append(int(entry.name))
     return found
 
@@ -371,6 +372,84 @@ def test_a_node_answering_a_chunk_wrongly_fails_only_that_chunk_and_never_as_a_w
     assert all(_ran_on_ray(c.backend) for c in results[2:])
 
 
+def test_serve_on_the_cluster_gives_the_local_pools_answers(cluster: str) -> None:
+    """`codeloop serve --cluster`: every request a Ray task on a node, the same verdicts
+    and runs as the local pool, marked with the node that gave them."""
+    pytest.importorskip("fastapi")
+    import httpx
+
+    from codeloop.serve.limits import Settings
+    from tests.support.serve import running
+
+    local = pool.check_many(requests(), backend="bwrap")
+    with (
+        running(Settings(cluster=cluster, max_in_flight=2)) as base,
+        httpx.Client(base_url=base, timeout=120) as http,
+    ):
+        assert http.get("/health").json()["cluster"] == cluster
+        for wanted, mine in zip(requests(), local, strict=True):
+            found = http.post("/v1/check", json=wanted.model_dump(mode="json")).json()
+            assert found["status"] == mine.status, found
+            assert _ran_on_ray(found["backend"]), found["backend"]
+        ran = http.post("/run_code", json={"code": "print(input()[::-1])", "stdin": "abc"})
+        assert ran.json()["status"] == "Success", ran.text
+        assert ran.json()["run_result"]["stdout"] == "cba\n"
+        c = '#include <stdio.h>\nint main(){puts("c on a node");return 2;}\n'
+        ran = http.post("/run_code", json={"code": c, "language": "c"}).json()
+        assert ran["status"] == "Failed" and ran["run_result"]["return_code"] == 2
+        assert ran["run_result"]["stdout"] == "c on a node\n"
+
+
+def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
+    cluster: str,
+) -> None:
+    """Ray workers running requests are killed mid-load: Ray retries each on another
+    worker, and every request still gets its one right answer; none is an error."""
+    pytest.importorskip("fastapi")
+    import httpx
+
+    from codeloop.serve.limits import Settings
+    from tests.support.serve import running
+
+    slow = "import time\ntime.sleep(1)\na, b = map(int, input().split())\nprint(a + b)\n"
+    killed: list[int] = []
+    finished = threading.Event()
+
+    def killer() -> None:
+        while not finished.is_set() and len(killed) < 3:
+            for pid in _chunk_workers(b"ray::_run_on_node", b"ray::_check_chunk"):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                time.sleep(1.5)  # one at a time, so retries get through
+                break
+            time.sleep(0.05)
+
+    def one(http: httpx.Client, index: int) -> tuple[int, str]:
+        if index % 2:
+            body = {"language": "python", "program": slow, "cases": ADD}
+            found = http.post("/v1/check", json=body)
+            return found.status_code, found.json()["status"]
+        found = http.post("/run_code", json={"code": slow, "stdin": "2 3\n"})
+        answer = found.json()
+        return found.status_code, answer["status"] + ":" + answer["run_result"]["stdout"]
+
+    thread = threading.Thread(target=killer)
+    with (
+        running(Settings(cluster=cluster, max_in_flight=2)) as base,
+        httpx.Client(base_url=base, timeout=300) as http,
+    ):
+        thread.start()
+        try:
+            with ThreadPoolExecutor(4) as threads:
+                answers = list(threads.map(lambda i: one(http, i), range(12)))
+        finally:
+            finished.set()
+            thread.join()
+    assert killed, "no Ray worker was seen to kill"
+    assert answers == [(200, "Success:5\n"), (200, "passed")] * 6, answers
+
+
 def test_accept_takes_exactly_one_verdict_per_program_as_plain_data() -> None:
     from codeloop.sandbox.check import Check
     from codeloop.sandbox.cluster import ChunkRejected, accept
@@ -405,6 +484,32 @@ def test_accept_takes_exactly_one_verdict_per_program_as_plain_data() -> None:
             pytest.fail(f"accepted {what}")
     with pytest.raises(ChunkRejected, match=r"Ray node 5f5c94bf0211 \(worker-1\).*1 checks for 2"):
         accept(answer(good[:1]), 2, "bwrap")
+
+
+def test_accept_run_takes_one_program_run_as_plain_data() -> None:
+    from codeloop.sandbox.cluster import ChunkRejected, accept_run
+    from codeloop.sandbox.request import ProgramRun, Step
+
+    node = "5f5c94bf0211f726c6214399e822c9d25d33d0f18ad64bb31b9d42b9"
+    run = ProgramRun(run=Step(status="finished", exit_code=0, stdout="hi\n"), backend="bwrap")
+
+    def answer(run: object, **where: object) -> str:
+        return json.dumps({"node": node, "host": "worker-1", **where, "run": run})
+
+    good = run.model_dump(mode="json")
+    found = accept_run(answer(good), "bwrap")
+    assert found.run == run.run and found.backend == f"ray:bwrap@worker-1/{node[:12]}"
+    for what, payload in {
+        "a pickled object": run,
+        "not JSON": "ok",
+        "no run": answer(None),
+        "an unknown step status": answer({**good, "run": {"status": "accepted"}}),
+        "another sandbox": answer({**good, "backend": "process"}),
+        "no node id": answer(good, node=None),
+    }.items():
+        with pytest.raises(ChunkRejected):
+            accept_run(payload, "bwrap")
+            pytest.fail(f"accepted {what}")
 
 
 def test_engine_actors_answer_as_one_engine_greedy_seeded_and_with_an_adapter(

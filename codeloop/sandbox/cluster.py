@@ -30,6 +30,10 @@ Where each check ran is kept on it: `backend` is `ray:<backend>@<host>/<node id,
 first 12 hex digits>` for a verdict a Ray node gave, and the local pool's plain
 `<backend>` for one rerun here.
 
+One program run (`run_program`, what `codeloop serve --cluster` answers `/run_code`
+with) goes the same way: one Ray task, its answer taken as plain data (`accept_run`),
+rerun in the local pool when Ray could not carry it out.
+
 Every node needs codeloop installed with the same toolchains (`codeloop doctor`
 on each), as for any Ray job.
 """
@@ -47,7 +51,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from codeloop.errors import ConfigError
-from codeloop.sandbox.request import FEEDBACK_CHARS, Check, CheckRequest
+from codeloop.sandbox.request import (
+    FEEDBACK_CHARS,
+    Check,
+    CheckRequest,
+    ProgramRun,
+    RunRequest,
+    Step,
+)
 
 _connected: dict[str, Any] = {}
 _NODE_ID = re.compile(r"[0-9a-f]{8,128}")
@@ -174,6 +185,96 @@ def accept(answer: Any, count: int, backend: str) -> list[Check]:
     return accepted
 
 
+def _run_on_node(payload: dict[str, Any], backend: str) -> str:
+    """Runs on a cluster node: one program run with the node's local sandbox worker.
+
+    Answers JSON text: `{"node": <Ray node id>, "host": <hostname>, "run": {...}}`.
+    """
+    import ray
+
+    from codeloop.sandbox.pool import run_program as run_locally
+
+    run = run_locally(RunRequest.model_validate(payload), workers=1, backend=backend)
+    return json.dumps(
+        {
+            "node": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname(),
+            "run": run.model_dump(mode="json"),
+        }
+    )
+
+
+def accept_run(answer: Any, backend: str) -> ProgramRun:
+    """A node's answer to one program run, marked with where it ran; `ChunkRejected`
+    for anything but `_run_on_node`'s JSON text with a valid run from `backend`."""
+    if not isinstance(answer, str):
+        raise ChunkRejected("an unidentified node", f"a {type(answer).__name__}, not JSON text")
+    try:
+        data = json.loads(answer)
+    except ValueError as error:
+        raise ChunkRejected("an unidentified node", f"not JSON: {error}") from None
+    where = _where(data)
+    if where is None:
+        raise ChunkRejected("an unidentified node", "no well-formed node id and host")
+    node, host = where
+    name = f"Ray node {node[:12]} ({host})"
+    try:
+        run = ProgramRun.model_validate(data.get("run"))
+    except ValidationError as error:
+        raise ChunkRejected(name, f"not a program run: {error}") from None
+    if run.backend != backend:
+        raise ChunkRejected(name, f"the run came from sandbox {run.backend!r}, not {backend!r}")
+    run.backend = f"ray:{backend}@{host}/{node[:12]}"
+    return run
+
+
+_remotes: dict[tuple[Callable[..., str], int], Any] = {}
+
+
+def _remote(ray: Any, function: Callable[..., str], max_retries: int) -> Any:
+    """`function` as a Ray task of one CPU, made once per process (a server asks for
+    one per request)."""
+    key = (function, max_retries)
+    if key not in _remotes:
+        _remotes[key] = ray.remote(num_cpus=1, max_retries=max_retries)(function)
+    return _remotes[key]
+
+
+def run_program(
+    request: RunRequest,
+    *,
+    address: str,
+    backend: str,
+    max_retries: int = 3,
+    rerun_locally: bool = True,
+) -> ProgramRun:
+    """`pool.run_program` as one Ray task on the cluster at `address`.
+
+    Ray retries the task when its worker or node dies (`max_retries`); when every try
+    failed, or the answer is refused, the run is made once more in this process's local
+    pool (`rerun_locally`), and only when that cannot run either is it an
+    `environment_error` naming the fault: never an answer of the program's.
+    """
+    from codeloop.sandbox.pool import run_program as run_here
+
+    ray = connect_ray(address)
+    task = _remote(ray, _run_on_node, max_retries)
+    try:
+        return accept_run(ray.get(task.remote(request.model_dump(mode="json"), backend)), backend)
+    except ChunkRejected as error:
+        reason = str(error)
+    except Exception as error:  # the task failed on every try: the cluster's fault
+        reason = f"the Ray task for this run failed on every try: {error}"
+    if rerun_locally:
+        run = run_here(request, backend=backend)
+        broken = [s for s in (run.compile, run.run) if s and s.status == "environment_error"]
+        if not broken:
+            return run
+        reason += f"\nRerun locally: {broken[0].stderr}"
+    step = Step(status="environment_error", stderr=reason[:FEEDBACK_CHARS])
+    return ProgramRun(run=step, backend=f"ray:{backend}")
+
+
 def check_many(
     requests: list[CheckRequest],
     *,
@@ -196,7 +297,7 @@ def check_many(
     from codeloop.sandbox.pool import Interrupted
 
     ray = connect_ray(address)
-    remote = ray.remote(num_cpus=1, max_retries=max_retries)(_check_chunk)
+    remote = _remote(ray, _check_chunk, max_retries)
     chunks = [
         list(range(start, min(start + chunk, len(requests))))
         for start in range(0, len(requests), chunk)

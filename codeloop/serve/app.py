@@ -5,7 +5,9 @@ token, then the body's size and arrival time).
 
 Sandbox work leaves the event loop through `Service`: a slot of the bounded queue
 (`Gate`), then a thread of its own pool that hands the request to a free sandbox worker
-(`sandbox.pool.run_program`, `check_one`). Programs only ever run in those workers'
+(`sandbox.pool.run_program`, `check_one`), or with `Settings.cluster` a Ray task on a
+node of that cluster, checked there by the node's own worker pool
+(`sandbox.cluster.run_program`, `check_many`). Programs only ever run in those workers'
 sandboxes, never in this process.
 """
 
@@ -25,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from codeloop import __version__
-from codeloop.sandbox import pool
+from codeloop.sandbox import cluster, pool
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
 from codeloop.serve import fusion, native
 from codeloop.serve.limits import Gate, Guard, Refused, Settings
@@ -72,16 +74,29 @@ class Service:
 
     async def run_program(self, request: Request, wanted: RunRequest) -> ProgramRun:
         settings = self.settings
-        work = functools.partial(
-            pool.run_program, wanted, workers=settings.workers, backend=settings.backend
-        )
+        if settings.cluster:
+            work = functools.partial(
+                cluster.run_program, wanted, address=settings.cluster, backend=settings.backend
+            )
+        else:
+            work = functools.partial(
+                pool.run_program, wanted, workers=settings.workers, backend=settings.backend
+            )
         return await self._in_sandbox(request, work)
 
     async def check(self, request: Request | None, wanted: CheckRequest) -> Check:
         settings = self.settings
-        work = functools.partial(
-            pool.check_one, wanted, workers=settings.workers, backend=settings.backend
-        )
+        if settings.cluster:
+            address, backend = settings.cluster, settings.backend
+
+            def work() -> Check:
+                checks = cluster.check_many([wanted], address=address, backend=backend, chunk=1)
+                return checks[0]
+
+        else:
+            work = functools.partial(
+                pool.check_one, wanted, workers=settings.workers, backend=settings.backend
+            )
         return await self._in_sandbox(request, work)
 
 
@@ -125,10 +140,16 @@ def create_app(settings: Settings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         service.executor = ThreadPoolExecutor(settings.slots, thread_name_prefix="codeloop-serve")
+        if settings.cluster:  # once, before any request thread would race to connect
+            await asyncio.get_running_loop().run_in_executor(
+                service.executor, cluster.connect_ray, settings.cluster
+            )
         log.info(
-            "sandbox: backend %s, %s workers, %d slots, %d may wait %g s; auth %s",
+            "sandbox: backend %s, %s, %d slots, %d may wait %g s; auth %s",
             settings.backend,
-            settings.workers or "one per core",
+            f"Ray cluster {settings.cluster}"
+            if settings.cluster
+            else f"{settings.workers or 'one per core'} workers",
             settings.slots,
             settings.max_waiting,
             settings.queue_timeout_s,
@@ -160,6 +181,7 @@ def create_app(settings: Settings) -> FastAPI:
             "status": "ok",
             "version": __version__,
             "backend": settings.backend,
+            "cluster": settings.cluster,
             "slots": service.gate.slots,
             "running": service.gate.running,
             "waiting": service.gate.waiting,

@@ -66,7 +66,12 @@ def serve(
         None,
         "--config",
         "-c",
-        help="Take the sandbox backend and workers from this session config.",
+        help="Take the sandbox backend, workers and [cluster] address from this session config.",
+    ),
+    cluster: str | None = typer.Option(
+        None,
+        "--cluster",
+        help="Ray cluster address ('auto', HOST:PORT): each request runs on one of its nodes.",
     ),
     workers: int | None = typer.Option(
         None, "--workers", min=1, help="Sandbox worker processes (default: one per core)."
@@ -92,11 +97,18 @@ def serve(
 ) -> None:
     """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
     token = resolve_token(host, token_file, no_auth, os.environ)
-    sandbox = session_config.load(config).sandbox if config else session_config.SandboxConfig()
+    session = session_config.load(config) if config else None
+    sandbox = session.sandbox if session else session_config.SandboxConfig()
+    address = cluster or (session.cluster.address if session else None)
+    if address and max_in_flight is None:  # one slot per CPU of the cluster
+        from codeloop.sandbox.cluster import connect_ray
+
+        max_in_flight = max(1, int(connect_ray(address).cluster_resources().get("CPU", 1)))
     settings = Settings(
         token=token,
         backend=sandbox.backend,
         workers=workers or sandbox.workers,
+        cluster=address,
         max_in_flight=max_in_flight,
         max_waiting=max_waiting,
         queue_timeout_s=queue_timeout,

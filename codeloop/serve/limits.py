@@ -44,6 +44,9 @@ class Settings:
     backend: str = "bwrap"
     workers: int | None = None
     """Sandbox worker processes (None: one per core)."""
+    cluster: str | None = None
+    """A Ray cluster's address: each request a Ray task on one of its nodes, checked by
+    that node's own sandbox (`sandbox.cluster`); None: this machine's worker pool."""
     max_in_flight: int | None = None
     """Programs in the sandbox at once (None: as many as workers)."""
     max_waiting: int = 64
