@@ -145,12 +145,9 @@ def _where(answer: Any) -> tuple[str, str] | None:
     return node, host
 
 
-def accept(answer: Any, count: int, backend: str) -> list[Check]:
-    """The `count` checks of a node's answer to one chunk, each marked with where it ran.
-
-    Refuses (`ChunkRejected`) anything but `_check_chunk`'s JSON text holding a
-    well-formed node id and host and exactly `count` valid checks from `backend`.
-    """
+def _identified(answer: Any) -> tuple[dict[str, Any], str, str]:
+    """(the decoded answer, node id, host) of a node's JSON text answer; `ChunkRejected`
+    unless it is JSON with a well-formed node id and host."""
     if not isinstance(answer, str):
         raise ChunkRejected("an unidentified node", f"a {type(answer).__name__}, not JSON text")
     try:
@@ -160,7 +157,16 @@ def accept(answer: Any, count: int, backend: str) -> list[Check]:
     where = _where(data)
     if where is None:
         raise ChunkRejected("an unidentified node", "no well-formed node id and host")
-    node, host = where
+    return data, *where
+
+
+def accept(answer: Any, count: int, backend: str) -> list[Check]:
+    """The `count` checks of a node's answer to one chunk, each marked with where it ran.
+
+    Refuses (`ChunkRejected`) anything but `_check_chunk`'s JSON text holding a
+    well-formed node id and host and exactly `count` valid checks from `backend`.
+    """
+    data, node, host = _identified(answer)
     name = f"Ray node {node[:12]} ({host})"
     checks = data.get("checks")
     if not isinstance(checks, list):
@@ -207,16 +213,7 @@ def _run_on_node(payload: dict[str, Any], backend: str) -> str:
 def accept_run(answer: Any, backend: str) -> ProgramRun:
     """A node's answer to one program run, marked with where it ran; `ChunkRejected`
     for anything but `_run_on_node`'s JSON text with a valid run from `backend`."""
-    if not isinstance(answer, str):
-        raise ChunkRejected("an unidentified node", f"a {type(answer).__name__}, not JSON text")
-    try:
-        data = json.loads(answer)
-    except ValueError as error:
-        raise ChunkRejected("an unidentified node", f"not JSON: {error}") from None
-    where = _where(data)
-    if where is None:
-        raise ChunkRejected("an unidentified node", "no well-formed node id and host")
-    node, host = where
+    data, node, host = _identified(answer)
     name = f"Ray node {node[:12]} ({host})"
     try:
         run = ProgramRun.model_validate(data.get("run"))
