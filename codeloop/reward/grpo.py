@@ -78,16 +78,123 @@ def train(
     (`reward_std`) and the share of groups whose rewards were all equal (`zero_std`):
     such a group has no advantage, so GRPO learns nothing from it.
     """
-    import torch
     from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
-
-    from codeloop.train import checkpoints
+    from trl import GRPOTrainer
 
     rows = rows if rows is not None else curriculum_rows(config, list(tiers), variants)
     dataset = Dataset.from_list(rows).shuffle(seed=config.seed)
+    tokenizer, model = _load(model_path, adapter)
+    hyper = {  # also recorded in grpo.json
+        "num_generations": num_generations,
+        "prompts_per_step": prompts_per_step,
+        "learning_rate": learning_rate,
+        "temperature": temperature,
+    }
+    args = _arguments(config, output, steps, max_completion_length, save_steps, **hyper)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=CodeReward(  # type: ignore[arg-type]
+            scoring=scoring, contract_score=contract_score, sandbox=config.sandbox
+        ),
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=None if adapter is not None else _lora(config),
+    )
+    last = _last_checkpoint(output) if resume else None
+    trainer.train(resume_from_checkpoint=str(last) if last else None)
+    trainer.save_model(str(output))
+    report = {
+        "steps": trainer.state.global_step,
+        "rewards": _step_rewards(trainer.state.log_history),
+        # TRL's per-step wall times, restored with the state: the training time of every
+        # step, across resumed runs too
+        "step_seconds": round(
+            sum(float(entry.get("step_time", 0.0)) for entry in trainer.state.log_history), 1
+        ),
+        "tasks": len(rows),
+        **hyper,
+        "model": model_path,
+        "seed": config.seed,
+        "scoring": scoring,
+        "contract_score": contract_score,
+        "resumed_from": last.name if last else None,
+        "adapter": str(adapter) if adapter is not None else None,
+    }
+    store.write_json(output / "grpo.json", report)
+    return report
+
+
+def _last_checkpoint(output: Path) -> Path | None:
+    """The last whole checkpoint in `output`: one the Trainer wrote its
+    trainer_state.json in (its last file)."""
+    from codeloop.train import checkpoints
+
+    whole = [
+        folder
+        for _step, folder in checkpoints.checkpoint_folders(output)
+        if (folder / "trainer_state.json").is_file()
+    ]
+    return whole[-1] if whole else None
+
+
+def _arguments(
+    config: SessionConfig,
+    output: Path,
+    steps: int,
+    max_completion_length: int,
+    save_steps: int,
+    *,
+    num_generations: int,
+    prompts_per_step: int,
+    learning_rate: float,
+    temperature: float,
+) -> Any:
+    """TRL's GRPOConfig for this recipe: a batch is `prompts_per_step` groups of
+    `num_generations` completions; a log line per step, checkpoints every `save_steps`
+    (two kept), float32 on CPU unless CUDA is there."""
+    import torch
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=str(output),
+        max_steps=steps,
+        per_device_train_batch_size=num_generations * prompts_per_step,
+        num_generations=num_generations,
+        max_completion_length=max_completion_length,
+        learning_rate=learning_rate,
+        temperature=temperature,
+        save_steps=save_steps,
+        logging_steps=1,
+        save_strategy="steps",
+        save_total_limit=2,
+        seed=config.seed,
+        report_to=[name for name in config.train.report_to if name != "tensorboard"] or "none",
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+        disable_tqdm=True,
+    )
+
+
+def _lora(config: SessionConfig) -> Any:
+    """A new adapter's LoRA settings: the session's rank and alpha on every linear layer."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=config.train.rank,
+        lora_alpha=config.train.alpha,
+        lora_dropout=0.0,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+def _load(model_path: str, adapter: Path | None) -> tuple[Any, Any]:
+    """The tokenizer (padding with EOS where it has no pad token) and the model in
+    float32, with `adapter` loaded trainable when one is given."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tokenizer = AutoTokenizer.from_pretrained(model_path, local_files_only=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -98,82 +205,21 @@ def train(
         from peft import PeftModel
 
         model = PeftModel.from_pretrained(model, str(adapter), is_trainable=True)
-    args = GRPOConfig(
-        output_dir=str(output),
-        max_steps=steps,
-        per_device_train_batch_size=num_generations * prompts_per_step,
-        num_generations=num_generations,
-        max_completion_length=max_completion_length,
-        learning_rate=learning_rate,
-        temperature=temperature,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=save_steps,
-        save_total_limit=2,
-        seed=config.seed,
-        report_to=[name for name in config.train.report_to if name != "tensorboard"] or "none",
-        use_cpu=not torch.cuda.is_available(),
-        bf16=False,
-        disable_tqdm=True,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=CodeReward(  # type: ignore[arg-type]
-            scoring=scoring, contract_score=contract_score, sandbox=config.sandbox
-        ),
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=None
-        if adapter is not None
-        else LoraConfig(
-            r=config.train.rank,
-            lora_alpha=config.train.alpha,
-            lora_dropout=0.0,
-            target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        ),
-    )
-    # a checkpoint is whole once the Trainer wrote its trainer_state.json (its last file)
-    last = [
-        f
-        for _step, f in checkpoints.checkpoint_folders(output)
-        if (f / "trainer_state.json").is_file()
-    ]
-    trainer.train(resume_from_checkpoint=str(last[-1]) if resume and last else None)
-    trainer.save_model(str(output))
-    rewards = [
+    return tokenizer, model
+
+
+def _step_rewards(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per logged step of TRL's history: its mean reward, spread, and zero-spread share."""
+    return [
         {
             "step": entry["step"],
             "reward": entry["reward"],
             "reward_std": entry.get("reward_std"),
             "zero_std": entry.get("frac_reward_zero_std"),
         }
-        for entry in trainer.state.log_history
+        for entry in log_history
         if "reward" in entry
     ]
-    report = {
-        "steps": trainer.state.global_step,
-        "rewards": rewards,
-        # TRL's per-step wall times, restored with the state: the training time of every
-        # step, across resumed runs too
-        "step_seconds": round(
-            sum(float(entry.get("step_time", 0.0)) for entry in trainer.state.log_history), 1
-        ),
-        "tasks": len(rows),
-        "num_generations": num_generations,
-        "prompts_per_step": prompts_per_step,
-        "learning_rate": learning_rate,
-        "temperature": temperature,
-        "model": model_path,
-        "seed": config.seed,
-        "scoring": scoring,
-        "contract_score": contract_score,
-        "resumed_from": last[-1].name if resume and last else None,
-        "adapter": str(adapter) if adapter is not None else None,
-    }
-    store.write_json(output / "grpo.json", report)
-    return report
 
 
 def grpo_command(

@@ -114,6 +114,13 @@ def serve(
         queue_timeout_s=queue_timeout,
         max_body_bytes=int(max_body_mib * (1 << 20)),
     )
+    _run(settings, host, port, max_connections, drain_timeout)
+
+
+def _run(
+    settings: Settings, host: str, port: int, max_connections: int, drain_timeout: int
+) -> None:
+    """Serve `settings`' app with uvicorn on `host`:`port` until SIGTERM or SIGINT."""
     try:
         import uvicorn
 

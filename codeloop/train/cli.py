@@ -15,14 +15,37 @@ import typer
 
 from codeloop import config as session_config
 
+FLAGS = {
+    "max_steps": "train.steps_per_round",
+    "max_epochs": "train.max_epochs",
+    "learning_rate": "train.learning_rate",
+    "rank": "train.rank",
+    "alpha": "train.alpha",
+    "dropout": "train.dropout",
+    "target_modules": "train.target_modules",
+    "batch_size": "train.batch_size",
+    "gradient_accumulation": "train.gradient_accumulation",
+    "save_steps": "train.save_steps",
+    "max_length": "export.max_length",
+    "min_examples": "export.min_examples",
+    "min_per_language": "export.min_per_language",
+    "precision": "engine.precision",
+    "languages": "tasks.languages",
+}
+"""The flags that override a config value: flag -> table.key."""
 
-def _overrides(**values: Any) -> dict[str, dict[str, Any]]:
-    """Flag values that were given, grouped by config table (`train.rank` -> train/rank)."""
+
+def _overrides(flags: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The FLAGS that were given, as config values grouped by table (`--rank 8` ->
+    train/rank); comma lists (`--languages`, `--target-modules` other than all-linear)
+    split."""
     tables: dict[str, dict[str, Any]] = {}
-    for dotted, value in values.items():
+    for flag, value in flags.items():
         if value is None:
             continue
-        table, key = dotted.split("__")
+        if flag == "languages" or (flag == "target_modules" and value != "all-linear"):
+            value = [name.strip() for name in value.split(",") if name.strip()]
+        table, key = FLAGS[flag].split(".")
         tables.setdefault(table, {})[key] = value
     return tables
 
@@ -79,30 +102,10 @@ def train(
     threads: int | None = typer.Option(None, "--threads", help="CPU threads for torch."),
 ) -> None:
     """Fine-tune a LoRA adapter on verified rows (resumable, pausable)."""
-    resolved = session_config.resolve(config, preset)
-    modules: Any = target_modules
-    if target_modules is not None and target_modules != "all-linear":
-        modules = [name.strip() for name in target_modules.split(",") if name.strip()]
-    tables = _overrides(
-        train__steps_per_round=max_steps,
-        train__max_epochs=max_epochs,
-        train__learning_rate=learning_rate,
-        train__rank=rank,
-        train__alpha=alpha,
-        train__dropout=dropout,
-        train__target_modules=modules,
-        train__batch_size=batch_size,
-        train__gradient_accumulation=gradient_accumulation,
-        train__save_steps=save_steps,
-        export__max_length=max_length,
-        export__min_examples=min_examples,
-        export__min_per_language=min_per_language,
-        engine__precision=precision,
-        tasks__languages=languages.split(",") if languages else None,
+    tables = _overrides({flag: value for flag, value in locals().items() if flag in FLAGS})
+    resolved = session_config.with_values(
+        session_config.resolve(config, preset), tables, "command-line options"
     )
-    if tables:
-        resolved = session_config.with_values(resolved, tables, "command-line options")
-
     if threads is not None:
         import torch
 

@@ -211,18 +211,7 @@ def _run(request: TrainRequest) -> TrainOutcome:
     prior = float(resume_from[1]["train_seconds"]) if resume_from else 0.0
     run_control = control.RunControl(output, binding, request.pause_file, prior, request.echo)
     checkpoint = str(resume_from[0]) if resume_from else None
-    # From here on SIGTERM only asks for a pause: one that arrives while the model
-    # loads takes effect after the first step, with a checkpoint, like any other.
-    guard = (
-        control.sigterm_pauses(run_control)
-        if threading.current_thread() is threading.main_thread()
-        else contextlib.nullcontext()
-    )
-    with guard, sft.quiet_library_warnings():
-        trainer = sft.build_trainer(request, source, tokenizer, encoded, plan, run_control)
-        if checkpoint:
-            _say(request, f"resuming from {checkpoint}")
-        trainer.train(resume_from_checkpoint=checkpoint)
+    trainer = _fit(request, source, tokenizer, encoded, plan, run_control, checkpoint)
     step = trainer.state.global_step
     if step < plan.steps:
         reason = run_control.paused_by or "training stopped early"
@@ -261,6 +250,34 @@ def _run(request: TrainRequest) -> TrainOutcome:
         f"{report['last_loss']:.4f}, {report['tokens_per_s']:.1f} tokens/s",
         report,
     )
+
+
+def _fit(
+    request: TrainRequest,
+    source: ModelSource,
+    tokenizer: Any,
+    encoded: Encoded,
+    plan: schedule.Plan,
+    run_control: Any,
+    checkpoint: str | None,
+) -> Any:
+    """Build the trainer and train (from `checkpoint` when resuming); the trainer.
+
+    Meanwhile SIGTERM only asks for a pause: one that arrives while the model loads
+    takes effect after the first step, with a checkpoint, like any other."""
+    from codeloop.train import control, sft
+
+    guard = (
+        control.sigterm_pauses(run_control)
+        if threading.current_thread() is threading.main_thread()
+        else contextlib.nullcontext()
+    )
+    with guard, sft.quiet_library_warnings():
+        trainer = sft.build_trainer(request, source, tokenizer, encoded, plan, run_control)
+        if checkpoint:
+            _say(request, f"resuming from {checkpoint}")
+        trainer.train(resume_from_checkpoint=checkpoint)
+    return trainer
 
 
 def _world_size() -> int:
