@@ -30,7 +30,7 @@ from pathlib import Path
 
 from codeloop.sandbox import reaping, seccomp
 from codeloop.sandbox.cache import claim_slot
-from codeloop.sandbox.cgroups import CgroupManager
+from codeloop.sandbox.cgroups import CgroupManager, CgroupUsage, RunCgroup
 from codeloop.sandbox.language import BOX
 from codeloop.sandbox.reaping import RUN_UID_BASE, become_subreaper, keep_child, uid_processes
 from codeloop.sandbox.runs import (
@@ -331,17 +331,7 @@ def _execute(
     `own`'s stderr (feedback, and the output cap, as in one sandbox); what is left of
     it is killed when `own` ends.
     """
-    status_read: int | None = None
-    status_write: int | None = None
-    options: list[str] = []
-    if own.bwrap:
-        # bwrap's monitor records the command's exit on this pipe; a run that ended
-        # without that record (and was not killed by us) failed to set up. The
-        # sandboxed program cannot reach the monitor (another pid namespace), so it
-        # cannot make its own failure look like a broken sandbox: what it writes to
-        # stderr is never consulted for that. _supervise closes our write end.
-        status_read, status_write = os.pipe()
-        options = ["--json-status-fd", str(status_write)]
+    status_read, status_write, options = _status_pipe(own)
     partner_filter, partner_filter_fds = seccomp.bwrap_args() if partner else ([], ())
     own_filter, own_filter_fds = seccomp.bwrap_args() if own.bwrap else ([], ())
     memory = limits.memory_mib * _MIB
@@ -361,14 +351,12 @@ def _execute(
         try:
             if partner is not None:
                 side_read, side_write = os.pipe()
-                capped = partner_cgroup is not None and partner_cgroup.caps_cpu
-                started = start_partner(
+                started = _start_partner(
+                    backend,
                     [partner.command[0], *partner_filter, *partner.command[1:]],
-                    limits,
-                    backend.partner_uid,
-                    partner_cgroup,
                     (*partner.theirs, *partner_filter_fds),
-                    None if capped else backend.cpu,
+                    partner_cgroup,
+                    limits,
                     side_write,
                 )
                 if isinstance(started, str):
@@ -384,14 +372,7 @@ def _execute(
             if status_read is not None:
                 os.close(status_read)
             usage = cgroup.finish() if cgroup is not None else None
-        if usage is not None and result.setup_error is None:  # it started: these are its
-            result.oom_killed = usage.oom_killed
-            if usage.peak_memory_kib is not None:
-                result.peak_memory_kib = usage.peak_memory_kib
-        killed = result.timed_out or result.output_exceeded or result.oom_killed
-        if not exited and not killed and result.setup_error is None:
-            reason = result.stderr.decode("utf-8", "replace").strip()[-500:]
-            result.setup_error = f"bubblewrap could not set up the sandbox: {reason}"
+        _settle(result, usage, exited)
         if process is not None and result.exit_code != 0:
             result.partner_cpu_limited = ran_out_of_cpu(process.pid, limits)
         return result
@@ -405,6 +386,56 @@ def _execute(
             os.close(side_read)
         if partner_cgroup is not None:
             partner_cgroup.destroy()
+
+
+def _status_pipe(own: _Command) -> tuple[int | None, int | None, list[str]]:
+    """(read end, write end, bwrap's options) of the pipe bwrap's monitor records the
+    command's exit on; none without bwrap.
+
+    A run that ended without that record (and was not killed by us) failed to set up.
+    The sandboxed program cannot reach the monitor (another pid namespace), so it cannot
+    make its own failure look like a broken sandbox: what it writes to stderr is never
+    consulted for that. `_supervise` closes our write end."""
+    if not own.bwrap:
+        return None, None, []
+    status_read, status_write = os.pipe()
+    return status_read, status_write, ["--json-status-fd", str(status_write)]
+
+
+def _start_partner(
+    backend: Backend,
+    command: list[str],
+    fds: tuple[int, ...],
+    cgroup: RunCgroup | None,
+    limits: RunLimits,
+    side_write: int,
+) -> subprocess.Popen[bytes] | str:
+    """The partner started in its cgroup (pinned to the backend's CPU where the cgroup
+    cannot cap it), or why it could not start."""
+    capped = cgroup is not None and cgroup.caps_cpu
+    return start_partner(
+        command,
+        limits,
+        backend.partner_uid,
+        cgroup,
+        fds,
+        None if capped else backend.cpu,
+        side_write,
+    )
+
+
+def _settle(result: RunResult, usage: CgroupUsage | None, exited: bool) -> None:
+    """What the cgroup saw of a run that started (its OOM kill, its peak memory), and a
+    run that ended without bwrap's exit record, unkilled, as a sandbox that failed to
+    set up."""
+    if usage is not None and result.setup_error is None:  # it started: these are its
+        result.oom_killed = usage.oom_killed
+        if usage.peak_memory_kib is not None:
+            result.peak_memory_kib = usage.peak_memory_kib
+    killed = result.timed_out or result.output_exceeded or result.oom_killed
+    if not exited and not killed and result.setup_error is None:
+        reason = result.stderr.decode("utf-8", "replace").strip()[-500:]
+        result.setup_error = f"bubblewrap could not set up the sandbox: {reason}"
 
 
 def _run_pair(

@@ -97,6 +97,51 @@ def _key(limits: harness.RunLimits) -> tuple[int, int, int]:
     return limits.memory_mib, limits.processes, limits.workdir_mib
 
 
+def _spec(prepared: _Prepared, limits: harness.RunLimits) -> dict[str, object]:
+    """The rlimits the zygote sets on a check: CPU, file size, open files, processes, and
+    an address space where the memory cgroup cannot cap memory (or the language asks)."""
+    capped = prepared.cgroup is not None and prepared.cgroup.caps_memory
+    space = None
+    if limits.address_space or not capped:
+        space = (
+            limits.memory_mib + (0 if limits.address_space else limits.virtual_overhead_mib)
+        ) * _MIB
+    return {
+        "cpu_s": harness.cpu_limit_s(limits),
+        "file_size": limits.file_size_mib * _MIB,
+        "open_files": limits.open_files,
+        "address_space": space,
+        "processes": limits.processes,
+    }
+
+
+def _hand_over(
+    report: socket.socket,
+    spec: dict[str, object],
+    program: bytes,
+    stdin: bytes,
+    out_write: int,
+    err_write: int,
+) -> OSError | None:
+    """Send the prepared check its spec and fds (stdin and the program in memfds, the
+    output pipes' write ends); ours are closed either way. The error, when it is gone."""
+    code = os.memfd_create("program", os.MFD_CLOEXEC)
+    stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    try:
+        os.write(code, program)
+        os.lseek(code, 0, os.SEEK_SET)
+        os.write(stdin_fd, stdin)
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        fds = [stdin_fd, out_write, err_write, code]
+        socket.send_fds(report, [json.dumps(spec).encode()], fds)
+    except OSError as error:
+        return error
+    finally:
+        for fd in (stdin_fd, out_write, err_write, code):
+            os.close(fd)
+    return None
+
+
 def _setup_error(reason: str) -> harness.RunResult:
     return harness.RunResult(None, None, b"", b"", 0.0, setup_error=reason)
 
@@ -360,39 +405,15 @@ class WarmPython:
         reported; a test that completed was not stopped by its limit, which is all a
         verdict reads it for.
         """
-        capped = prepared.cgroup is not None and prepared.cgroup.caps_memory
-        space = None
-        if limits.address_space or not capped:
-            space = (
-                limits.memory_mib + (0 if limits.address_space else limits.virtual_overhead_mib)
-            ) * _MIB
-        spec = {
-            "cpu_s": harness.cpu_limit_s(limits),
-            "file_size": limits.file_size_mib * _MIB,
-            "open_files": limits.open_files,
-            "address_space": space,
-            "processes": limits.processes,
-        }
         report = prepared.report
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        code = os.memfd_create("program", os.MFD_CLOEXEC)
-        stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
         pidfd = None
         try:
-            try:
-                os.write(code, program)
-                os.lseek(code, 0, os.SEEK_SET)
-                os.write(stdin_fd, stdin)
-                os.lseek(stdin_fd, 0, os.SEEK_SET)
-                fds = [stdin_fd, out_write, err_write, code]
-                sent = time.monotonic()
-                socket.send_fds(report, [json.dumps(spec).encode()], fds)
-            except OSError as error:
-                return _setup_error(f"the warm sandbox's prepared check is gone: {error}")
-            finally:
-                for fd in (stdin_fd, out_write, err_write, code):
-                    os.close(fd)
+            sent = time.monotonic()
+            gone = _hand_over(report, _spec(prepared, limits), program, stdin, out_write, err_write)
+            if gone is not None:
+                return _setup_error(f"the warm sandbox's prepared check is gone: {gone}")
             pid, failure = self._ready(report)
             if pid is None:
                 return _setup_error(failure)

@@ -6,6 +6,7 @@ cargo registry (`crates`), with cargo test's debug checks kept on.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any
 
 from codeloop.sandbox.home import Home
@@ -78,51 +79,7 @@ def compose_test(
         else None
     )
     if found is not None:
-        sigs, at = found
-        binds = [(str(folder), _CRATES_MOUNT, False)]
-        library = rust_rpc_library(sandbox, language)
-        with_library = library is not None
-        if library is not None:
-            binds.append((str(library), _RPC_MOUNT, False))
-            externs += ["--extern", f"{box.LIBRARY}={_RPC_MOUNT}/lib{box.LIBRARY}.rlib"]
-        linked = ["-L", f"dependency={_CRATES_MOUNT}", *externs]
-        linked += [arg for flag in fast_link() for arg in ("-C", f"link-arg={flag}")]
-        server_flags = [flag for flag in _RUST_FLAGS if flag != "--test"]
-        # The verdict: a nonce on the test's stdin (the solution's is /dev/null; the
-        # environment reaches both sides), printed by the test crate's own exit handler
-        # only when the harness exits 0 (see `box`); "test result: ok." alone is
-        # also printed by a run of no test at all.
-        nonce = make_nonce()
-        server = ["/usr/bin/rustc", *server_flags, *linked, "-o", f"{BOX}/server"]
-        tester = ["/usr/bin/rustc", *_RUST_FLAGS, *linked, "-o", f"{BOX}/main"]
-        codec = {} if with_library else {box.MODULE: box.module()}
-        tests = box.test_source(context.prompt, test, sigs, at, with_library)
-        return TestBuild(
-            files={"server.rs": box.server_source(program, sigs, with_library).encode(), **codec},
-            compile=[*server, f"{BOX}/server.rs"],
-            # The test's crate depends on the task (and on the helpers of the program
-            # that the test calls, by their signatures): compiled once per such text.
-            trusted=TrustedHalf(
-                files={
-                    "main.rs": tests.encode(),
-                    **codec,
-                },
-                compile=[*tester, f"{BOX}/main.rs"],
-                from_task=False,
-            ),
-            run=[f"{BOX}/main", "--test-threads=1"],
-            partner=[f"{BOX}/server", "{requests}", "{replies}"],
-            solution_files=("server",),
-            env={
-                **language.env,
-                "CODELOOP_REQUESTS": "{requests}",
-                "CODELOOP_REPLIES": "{replies}",
-            },
-            binds=binds,
-            success_marker=nonce,
-            vacuous_marker=vacuous(nonce),
-            stdin=(nonce + "\n").encode(),
-        )
+        return _rpc_build(sandbox, language, program, test, context, folder, externs, found)
     missing = box.solution_types(context.prompt, context.entry_point) if context.prompt else []
     if missing:
         # The signature names a type only the solution can define (Rust/137's RtnType),
@@ -139,6 +96,66 @@ def compose_test(
             run=["/bin/false"],
         )
     raise refuse_unsafe("rust", "references to user-defined types, trait objects")
+
+
+def _rpc_build(
+    sandbox: BuildHost,
+    language: Language,
+    program: str,
+    test: str,
+    context: TestContext,
+    folder: Path,
+    externs: list[str],
+    found: tuple[list[box.Signature], int],
+) -> TestBuild:
+    """The two-process build: the solution a server crate in a sandbox of its own, the
+    test a crate of its own that calls it over two pipes (`box`), the codec either the
+    prebuilt RPC library or compiled with each side."""
+    sigs, at = found
+    binds = [(str(folder), _CRATES_MOUNT, False)]
+    library = rust_rpc_library(sandbox, language)
+    with_library = library is not None
+    if library is not None:
+        binds.append((str(library), _RPC_MOUNT, False))
+        externs += ["--extern", f"{box.LIBRARY}={_RPC_MOUNT}/lib{box.LIBRARY}.rlib"]
+    linked = ["-L", f"dependency={_CRATES_MOUNT}", *externs]
+    linked += [arg for flag in fast_link() for arg in ("-C", f"link-arg={flag}")]
+    server_flags = [flag for flag in _RUST_FLAGS if flag != "--test"]
+    # The verdict: a nonce on the test's stdin (the solution's is /dev/null; the
+    # environment reaches both sides), printed by the test crate's own exit handler
+    # only when the harness exits 0 (see `box`); "test result: ok." alone is
+    # also printed by a run of no test at all.
+    nonce = make_nonce()
+    server = ["/usr/bin/rustc", *server_flags, *linked, "-o", f"{BOX}/server"]
+    tester = ["/usr/bin/rustc", *_RUST_FLAGS, *linked, "-o", f"{BOX}/main"]
+    codec = {} if with_library else {box.MODULE: box.module()}
+    tests = box.test_source(context.prompt, test, sigs, at, with_library)
+    return TestBuild(
+        files={"server.rs": box.server_source(program, sigs, with_library).encode(), **codec},
+        compile=[*server, f"{BOX}/server.rs"],
+        # The test's crate depends on the task (and on the helpers of the program
+        # that the test calls, by their signatures): compiled once per such text.
+        trusted=TrustedHalf(
+            files={
+                "main.rs": tests.encode(),
+                **codec,
+            },
+            compile=[*tester, f"{BOX}/main.rs"],
+            from_task=False,
+        ),
+        run=[f"{BOX}/main", "--test-threads=1"],
+        partner=[f"{BOX}/server", "{requests}", "{replies}"],
+        solution_files=("server",),
+        env={
+            **language.env,
+            "CODELOOP_REQUESTS": "{requests}",
+            "CODELOOP_REPLIES": "{replies}",
+        },
+        binds=binds,
+        success_marker=nonce,
+        vacuous_marker=vacuous(nonce),
+        stdin=(nonce + "\n").encode(),
+    )
 
 
 EMPTY_MAIN = "\nfn main(){ \n } \n"
