@@ -1,6 +1,6 @@
 """Can a wrong answer forge a function-level "passed"? The adversarial answers, counted.
 
-Runs every attack of tests/test_function_verdicts.py (wrong answers that print the
+Runs every attack of tests/support/attacks.py (wrong answers that print the
 success marker, exit 0 early, neutralise asserts, shadow the test's names, reach the
 test process, ...) through the sandbox of the codeloop this script imports, plus the
 canonical solutions of the attacked tasks, and prints per language how many wrong
@@ -10,7 +10,7 @@ the table to bench/RESULTS.md with the commit it ran on.
 Run it from an older checkout (copy this file and the tests file there) to count
 the forgeries that checkout allows:
 
-    .venv/bin/python bench/forgery.py [--attacks tests/test_function_verdicts.py]
+    .venv/bin/python bench/forgery.py [--attacks tests/support/attacks.py]
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def request(row: dict, generation: str) -> CheckRequest:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--attacks", type=Path, default=ROOT / "tests" / "test_function_verdicts.py"
+        "--attacks", type=Path, default=ROOT / "tests" / "support" / "attacks.py"
     )
     parser.add_argument(
         "--url",

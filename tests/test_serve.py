@@ -432,7 +432,7 @@ def test_the_attack_suites_forge_nothing_over_http(base: str) -> None:
     from codeloop.evaluate import load_humaneval_x
     from codeloop.evaluate.humaneval import humaneval_x_job
     from codeloop.serve.client import ServeClient
-    from tests.test_function_verdicts import ATTACKS, JS_ATTACKS
+    from tests.support.attacks import ATTACKS, JS_ATTACKS
 
     rows = load_humaneval_x(HUMANEVAL_X, ["python", "javascript"]).rows
 
