@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results import record
 
 from codeloop import recipe
-from codeloop.config import EngineConfig, SplitFractions, load_preset
+from codeloop.config import EngineConfig, SandboxConfig, SplitFractions, load_preset
 from codeloop.engines import create
-from codeloop.sandbox import CheckRequest, check_many
-from codeloop.tasks import curriculum
+from codeloop.sandbox import check_many
+from codeloop.tasks import checks, curriculum
 from codeloop.tasks.splits import assign_split
 
 V1_SYSTEM = (
@@ -95,15 +95,7 @@ def check(tasks, answers, public: bool = False):
             program = recipe.source(answer, task.language)
         except ValueError:
             continue
-        cases = task.public_cases if public else task.cases
-        requests.append(
-            CheckRequest(
-                language=task.language,
-                program=program,
-                cases=[c.model_dump() for c in cases],
-                checker=task.checker,
-            )
-        )
+        requests.append(checks.request(task, program, SandboxConfig(), public=public))
         where.append(index)
     for index, result in zip(where, check_many(requests, workers=2), strict=True):
         verdicts[index] = result
