@@ -500,6 +500,12 @@ def main() -> None:
         "--max-waiting", type=int, default=None, help="the server's queue (default: clients)"
     )
     parser.add_argument("--max-seconds", type=float, default=600.0, help="per clients value")
+    parser.add_argument(
+        "--warm",
+        default="on",
+        help="the workers' warm Python sandbox (CODELOOP_WARM): on, off, or on,off to run "
+        "each clients value both ways, side by side",
+    )
     args = parser.parse_args()
     args.languages = [name.strip() for name in args.languages.split(",") if name.strip()]
     unknown = [name for name in args.languages if name != "python" and name not in OTHERS]
@@ -512,7 +518,11 @@ def main() -> None:
     results = []
     try:
         for clients in [int(part) for part in args.clients.split(",")]:
-            results.append(run_one(args, clients, workers))
+            for setting in args.warm.split(","):
+                # the server's workers and this process's pool read it when they start
+                os.environ["CODELOOP_WARM"] = setting
+                shutdown_pool()
+                results.append({**run_one(args, clients, workers), "warm": setting})
     finally:
         shutdown_pool()
 
@@ -531,8 +541,11 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
-        lines.append(row(result["clients"], "HTTP `/run_code`", result["http"]))
-        lines.append(row(result["clients"], f"pool directly ({workers} threads)", result["direct"]))
+        warm = f", warm {result['warm']}"
+        lines.append(row(result["clients"], f"HTTP `/run_code`{warm}", result["http"]))
+        lines.append(
+            row(result["clients"], f"pool directly ({workers} threads){warm}", result["direct"])
+        )
     lines += [
         "",
         "| clients | HTTP wall / direct wall | HTTP answers equal to direct | X-Request-Id unique | "
@@ -545,7 +558,8 @@ def main() -> None:
         idle, warm, end = result["memory"]
         counted = ", ".join(f"{k}: {v:.0f}" for k, v in sorted(result["counted"].items()))
         lines.append(
-            f"| {result['clients']} | {http.wall / pool.wall:.2f} | {result['agree']}/{http.sent} | "
+            f"| {result['clients']}, warm {result['warm']} | {http.wall / pool.wall:.2f} | "
+            f"{result['agree']}/{http.sent} | "
             f"{'yes' if result['unique_ids'] else 'NO'} | {counted} | "
             f"{result['cpu']['client']:.1f}, {result['cpu']['server']:.1f} | "
             f"{idle[0]:.0f}, {warm[0]:.0f}, {end[0]:.0f} | "
@@ -565,7 +579,8 @@ def main() -> None:
         m = result["multi"]
         per_second = args.problems / m.wall if m.wall else 0.0
         lines.append(
-            f"| {result['clients']} | {args.problems} | {m.sent} | {result['problems_right']} | "
+            f"| {result['clients']}, warm {result['warm']} | {args.problems} | {m.sent} | "
+            f"{result['problems_right']} | "
             f"{m.statuses} | {m.wall:.1f} | {per_second:.1f} | {per_second / cores:.1f} | "
             f"{m.p50_ms:.0f} | {m.p99_ms:.0f} |"
         )
@@ -580,7 +595,8 @@ def main() -> None:
         http, pool = result["http"], result["direct"]
         overhead = http.wall / pool.wall - 1
         lines.append(
-            f"- {result['clients']} clients: {http.rate:.0f} requests/s over HTTP "
+            f"- {result['clients']} clients, warm {result['warm']}: {http.rate:.0f} requests/s "
+            "over HTTP "
             f"(issue 51's goal at 64 clients: at least 100), HTTP overhead {overhead:+.0%} "
             f"of the direct wall (goal: at most +15%); lost {http.lost}, duplicated "
             f"{http.duplicated}, wrong or refused {http.sent - http.right}."

@@ -24,6 +24,7 @@ import pytest
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import languages, warm
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
+from codeloop.sandbox.request import RunRequest
 from tests.support.sandbox_probe import (
     descendants,
     namespace_depth,
@@ -314,6 +315,70 @@ def test_warm_and_cold_verdicts_agree(sandbox: Sandbox, name: str) -> None:
     cold = cold_box.check(request)
     assert (warm.status, warm.cases_passed) == (cold.status, cold.cases_passed)
     assert (warm.status == "passed") == (name == "passed")
+
+
+RUN_PROGRAMS = {
+    "echo": ("print(input()[::-1])\n", "abc\n"),
+    "stdin and stderr": (
+        "import sys\nsys.stderr.write('err\\n')\nprint(sum(map(int, sys.stdin.read().split())))\n",
+        "1 2 3",
+    ),
+    "uncaught exception": ("def f():\n    return 1 / 0\n\nf()\n", ""),
+    "chained exception": ("try:\n    {}['k']\nexcept KeyError:\n    raise ValueError('v')\n", ""),
+    "exit code": ("import sys\nprint('a')\nsys.exit(3)\n", ""),
+    "exit message": ("import sys\nsys.exit('bad thing')\n", ""),
+    "exit none": ("raise SystemExit\n", ""),
+    "syntax error": ("print(\n", ""),
+    "main, file, argv, path": (
+        "import sys\nprint(__name__, __file__, sys.argv, sys.path[0])\n",
+        "",
+    ),
+    "a thread outlives the main code": (
+        "import threading, time\ndef w():\n    time.sleep(0.2)\n    print('thread')\n"
+        "threading.Thread(target=w).start()\nprint('main')\n",
+        "",
+    ),
+    "unicode": ("print('h\\u00e9llo \\u2713', input())\n", "\u00fc\n"),
+    "deep recursion": (
+        "import sys\nsys.setrecursionlimit(10 ** 5)\ndef f(n):\n"
+        "    return 0 if n == 0 else 1 + f(n - 1)\nprint(f(20000))\n",
+        "",
+    ),
+    "timeout": ("while True:\n    pass\n", ""),
+    "memory": ("x = bytearray(1 << 30)\nprint(len(x))\n", ""),
+    "output flood": ("import sys\nwhile True:\n    sys.stdout.write('x' * 4096)\n", ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_PROGRAMS))
+def test_a_warm_run_program_is_the_cold_one(sandbox: Sandbox, name: str) -> None:
+    """`run_program` (SandboxFusion's /run_code) of a Python program runs in the warm
+    sandbox, as `python3 -S -E -B main.py` would: the same status, exit code, stdout and
+    stderr as the cold run of a sandbox without one."""
+    program, stdin = RUN_PROGRAMS[name]
+    request = RunRequest(language="python", program=program, stdin=stdin, limits=LIMITS)
+    before = sandbox.warm.pid if sandbox.warm else None
+    found = sandbox.run_program(request)
+    cold_box = Sandbox("bwrap", worker=14)
+    cold_box.warm = None
+    cold = cold_box.run_program(request)
+    assert sandbox.warm is not None and sandbox.warm.pid == before and not sandbox.warm.problem
+    assert found.run is not None and cold.run is not None
+    seen = [(r.status, r.exit_code, r.memory_limit, r.output_limit) for r in (found.run, cold.run)]
+    assert seen[0] == seen[1], (found.run, cold.run)
+    if found.run.status == "finished" and not found.run.output_limit:
+        assert (found.run.stdout, found.run.stderr) == (cold.run.stdout, cold.run.stderr)
+
+
+def test_run_program_runs_warm_and_cold_without_files(sandbox: Sandbox) -> None:
+    """Where a worker keeps a warm sandbox, a Python run is forked from its zygote (which
+    has the driver imported); one with files to copy in or fetch runs cold."""
+    probe = "import sys\nprint('_codeloop_driver' in sys.modules)\n"
+    warm_run = sandbox.run_program(RunRequest(language="python", program=probe))
+    assert warm_run.run is not None and warm_run.run.stdout == "True\n"
+    with_files = RunRequest(language="python", program=probe, fetch_files=["x"])
+    cold_run = sandbox.run_program(with_files)
+    assert cold_run.run is not None and cold_run.run.stdout == "False\n"
 
 
 def test_a_dead_zygote_is_started_again(sandbox: Sandbox) -> None:

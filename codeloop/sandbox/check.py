@@ -153,6 +153,10 @@ class Sandbox:
         argv = language.run_argv(limits.memory_mib)
         if request.debug:
             build, argv = language.debug_build(build, argv)
+        if build is None and not (request.files or request.fetch_files):
+            warm = self._run_warm(language, request, limits)
+            if warm is not None:
+                return ProgramRun(run=warm, backend=self.backend.name)
         files = {language.source: request.program.encode("utf-8")}
         box = harness.prepare_box(self.scratch, self.backend.compile_uid)
         try:
@@ -185,6 +189,23 @@ class Sandbox:
                 fetched = {}
             step = step.model_copy(update={"stdout": stdout})
         return ProgramRun(compile=compiled, run=step, backend=self.backend.name, files=fetched)
+
+    def _run_warm(
+        self, language: Language, request: RunRequest, limits: SandboxLimits
+    ) -> Step | None:
+        """`request` run in the worker's warm sandbox where its language keeps one (a
+        fork instead of a fresh sandbox and interpreter); None where it does not, or
+        broke (then switched off for this worker, and the run goes cold)."""
+        if not self._runs_warm(language) or self.warm is None:
+            return None
+        program = request.program.encode("utf-8")
+        stdin = request.stdin.encode("utf-8")
+        run = self.warm.check(program, stdin, self._limits(language, limits), None, script=True)
+        if run.setup_error is not None:
+            self.warm.problem = run.setup_error
+            self.warm.stop()
+            return None
+        return run_step(language, run)
 
     def _broken_run(self, problem: str) -> ProgramRun:
         step = Step(status="environment_error", stderr=problem[:FEEDBACK_CHARS])

@@ -64,7 +64,8 @@ class CompileService(Protocol):
 
 class WarmRunner(Protocol):
     """A worker's warm sandbox for one language's function tests (Python's zygote): a
-    fork per check instead of a fresh sandbox, equally isolated."""
+    fork per check instead of a fresh sandbox, equally isolated; it also runs one
+    program on a stdin (`script`) as the language's own run would."""
 
     problem: str | None
     """Why it cannot run here (then the worker checks cold, only slower)."""
@@ -79,9 +80,15 @@ class WarmRunner(Protocol):
     def stop(self) -> None: ...
 
     def check(
-        self, program: bytes, stdin: bytes, limits: harness.RunLimits, finished: str | None
+        self,
+        program: bytes,
+        stdin: bytes,
+        limits: harness.RunLimits,
+        finished: str | None,
+        script: bool = False,
     ) -> harness.RunResult:
-        """Run one composed test on `program` (its `setup_error` says it could not)."""
+        """Run one composed test on `program`, or (`script`) `program` itself on `stdin`
+        (its `setup_error` says it could not)."""
         ...
 
 

@@ -97,9 +97,10 @@ def _key(limits: harness.RunLimits) -> tuple[int, int, int]:
     return limits.memory_mib, limits.processes, limits.workdir_mib
 
 
-def _spec(prepared: _Prepared, limits: harness.RunLimits) -> dict[str, object]:
+def _spec(prepared: _Prepared, limits: harness.RunLimits, script: bool) -> dict[str, object]:
     """The rlimits the zygote sets on a check: CPU, file size, open files, processes, and
-    an address space where the memory cgroup cannot cap memory (or the language asks)."""
+    an address space where the memory cgroup cannot cap memory (or the language asks);
+    and what it runs: the test driver, or (`script`) the program as `python3 main.py`."""
     capped = prepared.cgroup is not None and prepared.cgroup.caps_memory
     space = None
     if limits.address_space or not capped:
@@ -112,6 +113,7 @@ def _spec(prepared: _Prepared, limits: harness.RunLimits) -> dict[str, object]:
         "open_files": limits.open_files,
         "address_space": space,
         "processes": limits.processes,
+        "mode": "script" if script else "driver",
     }
 
 
@@ -333,8 +335,11 @@ class WarmPython:
         stdin: bytes,
         limits: harness.RunLimits,
         finished: str | None = None,
+        script: bool = False,
     ) -> harness.RunResult:
-        """Run one Python function test (the driver reads `stdin`) in a fresh process.
+        """Run one Python function test (the driver reads `stdin`) in a fresh process;
+        with `script`, `program` itself on `stdin`, as `python3 main.py` runs it (the
+        zygote's `_script`).
 
         The check runs in a process made ahead during earlier checks (when it was made
         for the same limits), and the queue is topped up while this one runs. A
@@ -355,7 +360,7 @@ class WarmPython:
                 if isinstance(made, str):
                     return _setup_error(made)
                 prepared = made
-            result = self._run(prepared, program, stdin, limits, finished)
+            result = self._run(prepared, program, stdin, limits, finished, script)
             if prepared.cgroup is not None:
                 usage = prepared.cgroup.usage()
                 result.oom_killed = usage.oom_killed
@@ -391,6 +396,7 @@ class WarmPython:
         stdin: bytes,
         limits: harness.RunLimits,
         finished: str | None,
+        script: bool = False,
     ) -> harness.RunResult:
         """One check in a prepared process.
 
@@ -411,7 +417,8 @@ class WarmPython:
         pidfd = None
         try:
             sent = time.monotonic()
-            gone = _hand_over(report, _spec(prepared, limits), program, stdin, out_write, err_write)
+            spec = _spec(prepared, limits, script)
+            gone = _hand_over(report, spec, program, stdin, out_write, err_write)
             if gone is not None:
                 return _setup_error(f"the warm sandbox's prepared check is gone: {gone}")
             pid, failure = self._ready(report)

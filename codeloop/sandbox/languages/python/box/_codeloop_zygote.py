@@ -258,13 +258,70 @@ def _inside(spec, report, lockdown):
         if fd > 2:
             os.close(fd)
     os.closerange(3, 1 << 16)
-    code = driver.main(forked=True)
+    if check.get("mode") == "script":
+        code = _script("/box/main.py", data)
+    else:
+        code = driver.main(forked=True)
     # The output ends here, before the exit tears this process and its namespaces down
     # (see bench/warm_end.py): a run whose stdout ends in the nonce is then over for the
     # worker (`runs.collect_output`'s `finished`), which needs no exit status for it.
     os.close(1)
     os.close(2)
     os._exit(code)
+
+
+def _script(path, source):
+    """A stdio program run as `python3 -S -E -B path` runs it (a SandboxFusion-style
+    `/run_code`), in this check process: the program is `__main__` with its argv and
+    folder, and exits as the interpreter would: 0, SystemExit's code (a message printed
+    and 1 for one that is not an int), 1 after printing an uncaught exception's
+    traceback (without this frame), 120 when its output cannot be flushed. Non-daemon
+    threads are waited for, as at interpreter exit; atexit handlers are not run."""
+    import builtins
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    sys.argv[:] = [path]
+    sys.path[0] = os.path.dirname(path)
+    status = 0
+    try:
+        code = compile(source, path, "exec")
+    except (SyntaxError, ValueError) as error:
+        traceback.print_exception(type(error), error, None)
+        status = 1
+    else:
+        try:
+            exec(code, main.__dict__)
+        except SystemExit as error:
+            status = _exit_status(error.code)
+        except BaseException as error:  # what the interpreter prints, then exit 1
+            traceback.print_exception(type(error), error, error.__traceback__.tb_next)
+            status = 1
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            with contextlib.suppress(BaseException):
+                threading._shutdown()
+    try:
+        sys.stdout.flush()
+    except BaseException:
+        status = 120
+    with contextlib.suppress(BaseException):
+        sys.stderr.flush()
+    return status
+
+
+def _exit_status(code):
+    """The exit status the interpreter gives `SystemExit(code)`."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    with contextlib.suppress(BaseException):
+        print(code, file=sys.stderr)
+    return 1
 
 
 def _run_g(spec, report, lockdown):
