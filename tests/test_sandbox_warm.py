@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from codeloop.config import SandboxLimits
-from codeloop.sandbox import languages, warm
+from codeloop.sandbox import languages
 from codeloop.sandbox.check import Check, CheckRequest, Sandbox
+from codeloop.sandbox.languages.python import warm
 from codeloop.sandbox.request import RunRequest
 from tests.support.sandbox_probe import (
     descendants,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from codeloop.sandbox import warm
 from codeloop.sandbox.harness import COMPILE_UID, RUN_UID_BASE, RUN_UID_SLOTS
 from codeloop.sandbox.languages.java import javac_service
+from codeloop.sandbox.languages.python import warm
 
 
 def processes() -> dict[int, tuple[int, str]]:

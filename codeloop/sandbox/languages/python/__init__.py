@@ -8,10 +8,10 @@ import json
 import re
 from typing import Any
 
-from codeloop.sandbox import harness, warm
+from codeloop.sandbox import harness
 from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, Composed, HumanEvalX, Language
-from codeloop.sandbox.languages.python import box
+from codeloop.sandbox.languages.python import box, warm
 from codeloop.sandbox.languages.python.trivial import trivial_programs
 from codeloop.sandbox.testbuild import PIPES, BuildHost, TestBuild, TestContext, make_nonce, vacuous
 
