@@ -34,13 +34,13 @@ WORKED_PROBLEM = (
 )
 """The worked example's problem: a toy that is no curriculum family, so the example
 teaches the answer's shape (read stdin, print only the result), not a task's answer."""
-WORKED_ANSWERS: dict[str, str] = {home.LANGUAGE.name: home.WORKED_ANSWER for home in HOMES}
+WORKED_ANSWERS: dict[str, str] = {home.language.name: home.worked_answer for home in HOMES}
 """The ideal answer to WORKED_PROBLEM per language (from each language's home); tests run
 each in the sandbox."""
 WORKED_CASE = {"input": "3 4\n", "output": "10\n"}
-FENCE_TAGS: dict[str, str] = {home.LANGUAGE.name: home.FENCES[0] for home in HOMES}
-"""The fence tag prompts ask for, per language (each home's first of `FENCES`)."""
-_ALIASES: dict[str, tuple[str, ...]] = {home.LANGUAGE.name: home.FENCES for home in HOMES}
+FENCE_TAGS: dict[str, str] = {home.language.name: home.fences[0] for home in HOMES}
+"""The fence tag prompts ask for, per language (each home's first of `fences`)."""
+_ALIASES: dict[str, tuple[str, ...]] = {home.language.name: home.fences for home in HOMES}
 SHOW_PUBLIC_EXAMPLES = False
 """Whether stdio prompts show the public examples. Measured off: with the examples in
 the prompt the bundled model copies their values into its program (bench/prompts.py)."""
@@ -53,7 +53,7 @@ CORRECTION_TEMPLATE = (
     "Your program failed the public examples:\n{feedback}\n\n"
     "Return the complete corrected program in one ```{tag} code block."
 )
-_LANGUAGE_NAMES = {home.LANGUAGE.name: home.NAME for home in HOMES}
+_LANGUAGE_NAMES = {home.language.name: home.title for home in HOMES}
 _BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9+#_-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
 

@@ -95,7 +95,7 @@ def served(monkeypatch: pytest.MonkeyPatch):
     """A worker with the javac service."""
     monkeypatch.delenv("CODELOOP_JAVAC_SERVICE", raising=False)
     sandbox = Sandbox("bwrap", worker=11)
-    assert sandbox.compiler.javac is not None
+    assert sandbox.compiler.services.get("java") is not None
     yield sandbox
     sandbox.close()
 
@@ -103,7 +103,7 @@ def served(monkeypatch: pytest.MonkeyPatch):
 def one_shot(monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setenv("CODELOOP_JAVAC_SERVICE", "off")
     sandbox = Sandbox("bwrap", worker=12)
-    assert sandbox.compiler.javac is None
+    assert sandbox.compiler.services.get("java") is None
     return sandbox
 
 
@@ -124,9 +124,10 @@ def test_the_service_gives_the_one_shot_verdicts_and_messages(
         "stdio broken": stdio(STDIO_BROKEN),
     }
     by_service = {kind: served.check(fresh(request)) for kind, request in requests.items()}
-    assert served.compiler.javac is not None and served.compiler.javac.pid is not None, (
-        "the service never ran"
-    )
+    assert (
+        served.compiler.services["java"] is not None
+        and served.compiler.services["java"].pid is not None
+    ), "the service never ran"
     cold = one_shot(monkeypatch)
     try:
         by_one_shot = {kind: cold.check(fresh(request)) for kind, request in requests.items()}
@@ -149,8 +150,8 @@ def test_the_service_gives_the_one_shot_verdicts_and_messages(
 def test_a_class_one_compile_made_is_not_seen_by_the_next(served: Sandbox) -> None:
     first = served.check(fresh(stdio(STDIO_OK)))
     assert first.status == "passed", first.feedback
-    assert served.compiler.javac is not None
-    pid, folder = served.compiler.javac.pid, served.compiler.javac.folder
+    assert served.compiler.services["java"] is not None
+    pid, folder = served.compiler.services["java"].pid, served.compiler.services["java"].folder
     assert folder is not None
     # Whatever a compile leaves in the service's folder, a source javac would find on
     # its class path included, is gone before the next compile.
@@ -158,18 +159,21 @@ def test_a_class_one_compile_made_is_not_seen_by_the_next(served: Sandbox) -> No
         "class Helper { static int twice(int x) { return 2 * x; } }\n"
     )
     second = served.check(fresh(stdio(STDIO_BORROWS, expected="42\n")))
-    assert served.compiler.javac.pid == pid, "not the same service"
+    assert served.compiler.services["java"].pid == pid, "not the same service"
     assert second.status == "compile_error", second.feedback
     assert "cannot find symbol" in second.feedback
 
 
 def test_the_service_runs_in_its_sandbox_as_the_compile_uid(served: Sandbox) -> None:
     assert served.check(fresh(stdio(STDIO_OK))).status == "passed"
-    assert served.compiler.javac is not None and served.compiler.javac.pid is not None
+    assert (
+        served.compiler.services["java"] is not None
+        and served.compiler.services["java"].pid is not None
+    )
     # Below the service's bwrap: bwrap's own child (pid 1 in the sandbox), then the JVM.
     jvm = next(
         pid
-        for pid in descendants(served.compiler.javac.pid)
+        for pid in descendants(served.compiler.services["java"].pid)
         if os.readlink(f"/proc/{pid}/exe").endswith("/java")
     )
     status = Path(f"/proc/{jvm}/status").read_text()
@@ -184,15 +188,21 @@ def test_the_service_runs_in_its_sandbox_as_the_compile_uid(served: Sandbox) -> 
 
 def test_a_dead_service_is_replaced_and_the_check_still_right(served: Sandbox) -> None:
     assert served.check(fresh(stdio(STDIO_OK))).status == "passed"
-    assert served.compiler.javac is not None and served.compiler.javac.pid is not None
-    first = served.compiler.javac.pid
+    assert (
+        served.compiler.services["java"] is not None
+        and served.compiler.services["java"].pid is not None
+    )
+    first = served.compiler.services["java"].pid
     os.killpg(first, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while os.waitpid(first, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
         time.sleep(0.01)
     again = served.check(fresh(stdio(STDIO_OK, given="5\n", expected="10\n")))
     assert again.status == "passed", again.feedback
-    assert served.compiler.javac.pid is not None and served.compiler.javac.pid != first
+    assert (
+        served.compiler.services["java"].pid is not None
+        and served.compiler.services["java"].pid != first
+    )
 
 
 def test_requests_follow_the_one_shot_command() -> None:

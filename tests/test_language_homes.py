@@ -133,15 +133,6 @@ def test_tables_elsewhere_are_views_of_the_homes() -> None:
     assert recipe.fenced("x = 1\n", "cpp").startswith("```cpp\n")
 
 
-def test_the_old_home_names_are_views_of_the_fields() -> None:
-    """Modules outside the sandbox read `LANGUAGE`, `NAME`, `FENCES`, `WORKED_ANSWER` and
-    `HUMANEVAL_X` from the registry's homes; they stay the fields' values."""
-    for found in HOMES:
-        assert found.LANGUAGE is found.language and found.title == found.NAME
-        assert found.fences == found.FENCES and found.worked_answer == found.WORKED_ANSWER
-        assert found.humaneval_x == found.HUMANEVAL_X
-
-
 READERS = (humaneval, data, humaneval_x, hf)
 """Modules outside the sandbox that read languages from the registry: HumanEval-X's
 composition and naming, and the datasets' language lists and orders."""

@@ -99,12 +99,6 @@ class Compiler:
     def _failed(self, status: str, feedback: str, **extra: object) -> Check:
         return failed_check(status, feedback, self.backend.name, **extra)
 
-    @property
-    def javac(self) -> CompileService | None:
-        """The worker's first compile service (today the only one, Java's javac JVM): the
-        name tests and probes read it by."""
-        return next(iter(self.services.values()), None)
-
     def close(self) -> None:
         """Stop the compile services (the worker is done)."""
         for service in self.services.values():

@@ -133,29 +133,6 @@ class Home:
         test checks it), with its `box/` of trusted files."""
         return Path(__file__).parent / "languages" / self.language.name
 
-    # The names modules outside the sandbox read from the registry's homes (when homes
-    # were modules): views of the fields above, nothing of their own.
-
     @property
     def __file__(self) -> str:
         return str(self.folder / "__init__.py")
-
-    @property
-    def LANGUAGE(self) -> Language:
-        return self.language
-
-    @property
-    def NAME(self) -> str:
-        return self.title
-
-    @property
-    def FENCES(self) -> tuple[str, ...]:
-        return self.fences
-
-    @property
-    def WORKED_ANSWER(self) -> str:
-        return self.worked_answer
-
-    @property
-    def HUMANEVAL_X(self) -> HumanEvalX | None:
-        return self.humaneval_x
