@@ -270,6 +270,26 @@ def test_a_forged_files_trailer_changes_nothing_but_its_own_stdout(client: httpx
     assert found["files"] == {} and found["run_result"]["status"] == "Finished"
 
 
+def test_input_files_that_cannot_be_put_in_place_are_an_environment_error() -> None:
+    """A run whose input files do not fit its working folder never starts its program:
+    the sandbox could not carry it out (SandboxFusion's `SandboxError`), never a failure
+    with the shell's exit status; with room for them the same run succeeds."""
+    from codeloop.config import SandboxLimits
+    from codeloop.sandbox import RunRequest
+    from codeloop.sandbox.pool import run_program
+    from codeloop.serve.fusion import response
+
+    big = base64.b64encode(b"x" * (3 << 20)).decode()
+    program = "print(len(open('big').read()))"
+    for workdir, status in ((1, "SandboxError"), (16, "Success")):
+        limits = SandboxLimits(workdir_mib=workdir)
+        run = run_program(RunRequest(language="python", program=program, files={"big": big},
+                                     limits=limits))  # fmt: skip
+        answer = response(run)
+        assert answer.status == status, run
+    assert run.run is not None and run.run.stdout == f"{3 << 20}\n"
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -153,7 +153,8 @@ class Sandbox:
         argv = language.run_argv(limits.memory_mib)
         if request.debug:
             build, argv = language.debug_build(build, argv)
-        if build is None and not (request.files or request.fetch_files):
+        plain = build is None and argv == language.run_argv(limits.memory_mib)
+        if plain and not (request.files or request.fetch_files):
             warm = self._run_warm(language, request, limits)
             if warm is not None:
                 return ProgramRun(run=warm, backend=self.backend.name)
@@ -184,10 +185,7 @@ class Sandbox:
             harness.remove_box(box)
         step, fetched = run_step(language, run), {}
         if mark is not None:
-            stdout, fetched = run_files.split(step.stdout, mark)
-            if step.status != "finished" or step.output_limit:
-                fetched = {}
-            step = step.model_copy(update={"stdout": stdout})
+            step, fetched = _unwrapped(step, mark)
         return ProgramRun(compile=compiled, run=step, backend=self.backend.name, files=fetched)
 
     def _run_warm(
@@ -317,6 +315,20 @@ class Sandbox:
             cases_total=len(request.cases),
             backend=self.backend.name,
         )
+
+
+def _unwrapped(step: Step, mark: str) -> tuple[Step, dict[str, str]]:
+    """A `run_files`-wrapped run's step without the shell's marks, and the files it
+    fetched (none unless it finished within its output limit). A run whose program never
+    started (its input files could not be put in place) is an environment error: the
+    sandbox could not carry it out, which says nothing about the program."""
+    started, stdout, fetched = run_files.split(step.stdout, mark)
+    if not started and step.status != "environment_error":
+        reason = f"the input files could not be put in place: {step.stderr}"
+        return Step(status="environment_error", stderr=reason[:FEEDBACK_CHARS]), {}
+    if step.status != "finished" or step.output_limit:
+        fetched = {}
+    return step.model_copy(update={"stdout": stdout}), fetched
 
 
 def _compile_step(failed: Check | None, compile_ms: float) -> Step:

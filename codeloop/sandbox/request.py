@@ -183,10 +183,10 @@ class RunRequest(BaseModel):
     """Runtime checks on, as SandboxFusion builds: Java runs with assertions (`-ea`), Rust
     is a debug build (overflow checks and debug assertions); other languages as checked."""
     files: dict[str, str] = Field(default_factory=dict)
-    """Files put in the run's working folder before it starts: relative path -> base64
-    content (`run_files`)."""
+    """Files put in place before the run starts: path (relative to its working folder,
+    or absolute under /work or /tmp: `run_files.check_path`) -> base64 content."""
     fetch_files: list[str] = Field(default_factory=list)
-    """Relative paths read back from the run's working folder when it has ended."""
+    """Paths (the same rules) read back when the run has ended."""
 
     @field_validator("files")
     @classmethod

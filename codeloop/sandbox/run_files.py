@@ -7,14 +7,18 @@ tmpfs that vanishes with the sandbox, so both happen inside the sandbox, around 
 program, by a POSIX shell (`wrap`):
 
 - in: the files are written on the host into `in/` of the program's box (read-only at
-  /box during the run) and copied to their places before the program starts;
-- out: when the program has ended, the shell prints a fresh random mark and then each
-  fetched file that exists as a line with its path and one with its base64, on the
-  run's stdout. `split` cuts that trailer off at the last mark.
+  /box during the run) and copied to their places before the program starts; then the
+  shell prints a fresh random mark on the run's stdout, so a run whose stdout does not
+  start with it never started its program (the copy failed: an environment error,
+  never the program's exit status);
+- out: when the program has ended, the shell prints the mark again and then each
+  fetched file that exists as a line with its path and one with its base64. `split`
+  cuts the opening mark and that trailer off.
 
 The program can read the mark (it is in the shell's command line) and could print a
 trailer of its own, but the fetched files are its own output anyway: a forged one says
-nothing the program could not have written to the file. The trailer shares the run's
+nothing the program could not have written to the file. It cannot take back the
+opening mark, which is printed before it starts. The trailer shares the run's
 output limit; a run that met it, or timed out, hands back no files.
 A path is relative to the working folder (/work), or absolute inside one of the run's
 own writable tmpfs folders, /work or /tmp: SandboxFusion writes an absolute path where
@@ -40,11 +44,11 @@ subfolder of `in/`."""
 _SAFE = re.compile(r"[^\x00-\x1f\x7f]+")
 _SCRIPT = (
     'mark="$1"; shift; count="$1"; shift; '
-    "for root in work tmp; do if [ -d /box/in/$root ]; then "
-    "cp -R /box/in/$root/. /$root/ || exit 125; fi; done; "
+    f"for root in {' '.join(ROOTS)}; do if [ -d /box/{INPUT_FOLDER}/$root ]; then "
+    f"cp -R /box/{INPUT_FOLDER}/$root/. /$root/ || exit 125; fi; done; "
     'fetch=""; i=0; while [ "$i" -lt "$count" ]; do '
     'fetch="$fetch$(printf "%s" "$1" | base64 -w0) "; shift; i=$((i+1)); done; '
-    '"$@"; rc=$?; printf "\\n%s\\n" "$mark"; '
+    'printf "%s\\n" "$mark"; "$@"; rc=$?; printf "\\n%s\\n" "$mark"; '
     'for name in $fetch; do path="$(printf "%s" "$name" | base64 -d)"; '
     'if [ -f "$path" ]; then printf "%s\\n" "$name"; base64 -w0 < "$path"; printf "\\n"; fi; '
     "done; exit $rc"
@@ -108,12 +112,17 @@ def wrap(argv: list[str], fetch: list[str]) -> tuple[list[str], str]:
     return ["/bin/sh", "-c", _SCRIPT, "codeloop-files", mark, str(len(fetch)), *fetch, *argv], mark
 
 
-def split(stdout: str, mark: str) -> tuple[str, dict[str, str]]:
-    """The program's own stdout and the fetched files (path -> base64) from a wrapped
-    run's stdout; no files when the trailer is missing (the run was cut short)."""
+def split(stdout: str, mark: str) -> tuple[bool, str, dict[str, str]]:
+    """From a wrapped run's stdout: whether its program started (the opening mark is
+    there), the program's own stdout, and the fetched files (path -> base64); no files
+    when the trailer is missing (the run was cut short)."""
+    opening = f"{mark}\n"
+    if not stdout.startswith(opening):
+        return False, stdout, {}
+    stdout = stdout[len(opening) :]
     head, found, tail = stdout.rpartition(f"\n{mark}\n")
     if not found:
-        return stdout, {}
+        return True, stdout, {}
     files: dict[str, str] = {}
     lines = tail.split("\n")
     for name, content in zip(lines[0::2], lines[1::2], strict=False):
@@ -121,4 +130,4 @@ def split(stdout: str, mark: str) -> tuple[str, dict[str, str]]:
             files[base64.b64decode(name).decode("utf-8")] = content
         except (binascii.Error, UnicodeDecodeError):
             continue
-    return head, files
+    return True, head, files

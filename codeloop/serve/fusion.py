@@ -15,9 +15,11 @@ null rules:
 - The top `status`: `SandboxError` when a step is `Error` (its `message` says why);
   else `Failed` when a step timed out or exited non-zero; else `Success`.
 - `execution_time`: seconds the step itself ran, never the time queued.
-- `files` (relative path -> base64) are put in the program's working folder before it
-  runs; `fetch_files` come back in the answer's `files` when the run finished
-  (`sandbox.run_files`: relative paths only, 64 files and 8 MiB each way at most).
+- `files` (path -> base64) are put in place before the program runs, and `fetch_files`
+  come back in the answer's `files` when the run finished (`sandbox.run_files`: paths
+  relative to the working folder or absolute under /work or /tmp, no `..`; 64 files
+  each way, 8 MiB of input files at most). A run whose input files could not be put in
+  place is a `SandboxError`, never the program's failure.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ own pid space, read-only system folders) and only ever runs this trusted code: i
 imported the test driver, the solution server and the codec once, so a check costs a
 fork instead of two interpreter starts and a bubblewrap setup.
 
-For each check (see `codeloop/sandbox/languages/python/warm.py`), made ahead while earlier ones run:
+For each check (see `codeloop/sandbox/languages/python/warm.py`), made ahead while
+earlier ones run:
   zygote --clone--> G, in one clone(2) call: a new user, mount, pid, IPC, UTS and
               network namespace, G being pid 1 of the new pid namespace. G maps only
               our own uid, joins the check's cgroups (the cgroup.procs fds came with
