@@ -6,10 +6,10 @@ export, run for real once), candidates train on a mix of `--rows` rows of which 
 share, the dose, is harmful by construction (programs that print the public example's
 output or the statement, labelled verified: bench/decisions.py's `label_rows`) and the
 rest the model's own verified rows (the round's export, plus `--helpful-rows` when the
-round verified too few). Every dose trains at one learning rate (`--lr`; at the
-preset's 1e-4, 16 steps of labels left the held-out set unchanged) with the round's
-seed, so the parent's answers and samples are shared between doses; `--lrs` adds
-learning-rate doses (every harmful dose at each rate; names end -lr3e-04 off 1e-3).
+round verified too few). Every dose trains at each learning rate of `--lrs` (1e-3 by
+default; at the preset's 1e-4, 16 steps of labels left the held-out set unchanged) with
+the round's seed, so the parent's answers and samples are shared between doses (names
+end -lr3e-04 off 1e-3).
 
 Each candidate then meets the preset's real guard: the phases baseline, train,
 candidate, gate, audit-parent and audit-candidate as `codeloop phase` processes (the
@@ -180,10 +180,11 @@ def inputs(folder: Path) -> dict[str, Any]:
 def family_tasks(config, variants: int) -> list[Task]:
     """Variants 1..`variants` of every family the audit (curriculum-test) holds variant
     0 of, in the session's languages: fresh tasks of the audit's families."""
+    held = audit_families(config)
     tasks = []
     for variant in range(1, variants + 1):
         for family in curriculum.families():
-            if family.name not in audit_families(config):
+            if family.name not in held:
                 continue
             problem = curriculum.render_problem(
                 family, variant, config.seed, config.tasks.languages
@@ -623,12 +624,14 @@ def main() -> None:
         shared = {seed: base_round(work, languages, int(seed)) for seed in args.seeds.split(",")}
         first = next(iter(shared.values())).config
         held = decisions.Heldout(work / "heldout", first)
+        families = {
+            seed: family_tasks(r.config, args.family_variants) for seed, r in shared.items()
+        }
         for lr in learning_rates:
             for dose in doses:
                 for seed, r in shared.items():
-                    family = family_tasks(r.config, args.family_variants)
                     decisions.say(f"candidate s{seed} dose {dose}% lr {lr:g}")
-                    run_dose(work, r, held, family, dose, lr, args, extra)
+                    run_dose(work, r, held, families[seed], dose, lr, args, extra)
     results = [store.read(path) for path in sorted((work / "results").glob("*.json"))]
     for res in results:  # judged before the inputs were recorded
         res.setdefault("inputs", inputs(work / "candidates" / res["name"] / "round-000001"))
