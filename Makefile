@@ -11,7 +11,7 @@ TEST_DEBS := bubblewrap python3 nodejs gcc g++ openjdk-17-jdk-headless rustc-web
 	golang-github-stretchr-testify-dev chromium
 # npm packages the sandbox reads from /usr/lib/node_modules.
 export NPM_GLOBALS := typescript@7 @types/node@20 js-md5@0.8
-TEST_EXTRAS := cpu,dev,ray
+TEST_EXTRAS := cpu,dev,ray,serve
 DEMO_EXTRAS := cpu,dev
 PYTEST_ARGS ?=
 

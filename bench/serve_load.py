@@ -58,8 +58,13 @@ from codeloop.sandbox import shutdown as shutdown_pool
 from codeloop.sandbox.reaping import descendants
 from codeloop.serve.fusion import RunCodeRequest, response, run_request
 from codeloop.serve.limits import Settings
+from codeloop.serve.protocol import event_loop, parser
 
 MAX_REQUESTS = 10_000
+CLIENTS = {
+    "raw": "one keep-alive raw-asyncio HTTP/1.1 connection per client (`Connection`)",
+    "httpx": "httpx.AsyncClient",
+}
 CASES_PER_PROBLEM = 5
 SCALEBOX_PER_CORE = 0.07  # ScaleBox's published /run_code figure: 2,048 problems, 221 s, 128 cores
 
@@ -216,11 +221,13 @@ def memory(pid: int) -> tuple[float, float, int]:
 class Server:
     """`codeloop serve` on 127.0.0.1 and a free port, with a random token."""
 
-    def __init__(self, workers: int, max_waiting: int) -> None:
+    def __init__(self, workers: int, max_waiting: int, stack: str = "auto") -> None:
         self.token = secrets.token_urlsafe(32)
         self.log = tempfile.NamedTemporaryFile("w+", prefix="serve_load-", suffix=".log")  # noqa: SIM115
         command = [sys.executable, "-m", "codeloop", "serve", "--host", "127.0.0.1", "--port", "0"]
         command += ["--workers", str(workers), "--max-waiting", str(max_waiting)]
+        if stack == "plain":  # uvicorn's pure-Python parser and asyncio's own loop
+            command += ["--http", "h11", "--loop", "asyncio"]
         env = {**os.environ, "CODELOOP_SERVE_TOKEN": self.token}
         self.process = subprocess.Popen(
             command,
@@ -284,31 +291,91 @@ class Server:
 # --- the two paths ---------------------------------------------------------------------
 
 
-async def send_all(server: Server, jobs: list[Job], clients: int, timeout: float) -> Phase:
-    """Every job once through `/run_code`, `clients` at a time; what came back for each."""
+class Connection:
+    """One keep-alive HTTP/1.1 connection on raw asyncio streams: a load generator that
+    spends a small fraction of httpx's CPU per request, so that on these 2 shared cores the
+    client takes less of the machine from the server it measures (`--client httpx` keeps
+    the library client). Requests are pre-encoded; answers are read by Content-Length."""
+
+    def __init__(self, url: str, token: str) -> None:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        self.host, self.port = host, int(port)
+        self.head = (
+            f"POST /run_code HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        ).encode()
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, body: bytes) -> tuple[int, bytes, str | None]:
+        if self.streams is None:
+            self.streams = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.streams
+        try:
+            writer.write(self.head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            headers = dict(
+                (name.strip().lower(), value.strip())
+                for name, _, value in (line.partition(":") for line in head[1:] if line)
+            )
+            content = await reader.readexactly(int(headers.get("content-length", "0")))
+        except BaseException:
+            self.close()
+            raise
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return int(head[0].split()[1]), content, headers.get("x-request-id")
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
+async def send_all(
+    server: Server,
+    jobs: list[Job],
+    clients: int,
+    timeout: float,
+    kind: str = "raw",
+    indices: range | None = None,
+) -> Phase:
+    """Every job (of `indices`, default all) once through `/run_code`, `clients` at a
+    time; what came back for each. `kind`: the load generator, `raw` (`Connection`) or
+    `httpx` (httpx.AsyncClient)."""
     phase = Phase()
     headers = {"Authorization": f"Bearer {server.token}"}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    order = iter(range(len(jobs)))
+    order = iter(indices if indices is not None else range(len(jobs)))
+    bodies = [json.dumps(job.body()).encode() for job in jobs]
     async with httpx.AsyncClient(
         base_url=server.url, headers=headers, limits=limits, timeout=httpx.Timeout(120.0)
     ) as client:
 
+        async def post(connection: Connection, index: int) -> tuple[int, Any, str | None]:
+            if kind == "raw":
+                code, content, rid = await asyncio.wait_for(connection.post(bodies[index]), 120)
+                return code, json.loads(content) if code == 200 else content[:200], rid
+            answer = await client.post(
+                "/run_code", content=bodies[index], headers={"Content-Type": "application/json"}
+            )
+            body = answer.json() if answer.status_code == 200 else answer.text[:200]
+            return answer.status_code, body, answer.headers.get("x-request-id")
+
         async def one_client() -> None:
-            for index in order:
-                started = time.perf_counter()
-                try:
-                    answer = await client.post("/run_code", json=jobs[index].body())
-                    body = answer.json() if answer.status_code == 200 else answer.text[:200]
-                    outcome = Outcome(
-                        str(answer.status_code),
-                        time.perf_counter() - started,
-                        body,
-                        answer.headers.get("x-request-id"),
-                    )
-                except (httpx.HTTPError, json.JSONDecodeError) as error:
-                    outcome = Outcome(type(error).__name__, time.perf_counter() - started)
-                phase.answers.setdefault(index, []).append(outcome)
+            connection = Connection(server.url, server.token)
+            try:
+                for index in order:
+                    started = time.perf_counter()
+                    try:
+                        code, body, rid = await post(connection, index)
+                        outcome = Outcome(str(code), time.perf_counter() - started, body, rid)
+                    except (OSError, TimeoutError, asyncio.IncompleteReadError) as error:
+                        outcome = Outcome(type(error).__name__, time.perf_counter() - started)
+                    except (httpx.HTTPError, json.JSONDecodeError, ValueError) as error:
+                        outcome = Outcome(type(error).__name__, time.perf_counter() - started)
+                    phase.answers.setdefault(index, []).append(outcome)
+            finally:
+                connection.close()
 
         cpu = time.process_time(), cpu_s(server.process.pid)
         started = time.perf_counter()
@@ -324,13 +391,18 @@ async def send_all(server: Server, jobs: list[Job], clients: int, timeout: float
     return phase
 
 
-def direct(jobs: list[Job], threads: int, workers: int, timeout: float) -> tuple[Phase, list]:
-    """Every job once through `sandbox.run_program` from `threads` threads, built into
-    the sandbox's request exactly as the server builds it."""
+def direct(
+    jobs: list[Job], threads: int, workers: int, timeout: float, indices: range | None = None
+) -> Phase:
+    """Every job (of `indices`, default all) once through `sandbox.run_program` from
+    `threads` threads, built into the sandbox's request exactly as the server builds it."""
     settings = Settings(workers=workers)
-    wanted = [run_request(RunCodeRequest(**job.body()), settings) for job in jobs]
-    phase, runs = Phase(), [None] * len(jobs)
-    order, lock = iter(range(len(jobs))), threading.Lock()
+    indices = indices if indices is not None else range(len(jobs))
+    wanted = {
+        index: run_request(RunCodeRequest(**jobs[index].body()), settings) for index in indices
+    }
+    phase = Phase()
+    order, lock = iter(indices), threading.Lock()
     deadline = time.monotonic() + timeout
 
     def one_thread() -> None:
@@ -342,7 +414,6 @@ def direct(jobs: list[Job], threads: int, workers: int, timeout: float) -> tuple
             started = time.perf_counter()
             run = run_program(wanted[index], workers=workers)
             seconds = time.perf_counter() - started
-            runs[index] = run
             body = response(run).model_dump(mode="json")
             with lock:
                 phase.answers.setdefault(index, []).append(Outcome("200", seconds, body))
@@ -352,7 +423,34 @@ def direct(jobs: list[Job], threads: int, workers: int, timeout: float) -> tuple
         for _ in range(threads):
             pool.submit(one_thread)
     phase.wall = time.perf_counter() - started
-    return phase, runs
+    return phase
+
+
+def merge(into: Phase, block: Phase) -> None:
+    """Add one block's answers, wall and CPU to a path's running total."""
+    into.wall += block.wall
+    into.answers.update(block.answers)
+    for name, seconds in block.cpu.items():
+        into.cpu[name] = into.cpu.get(name, 0.0) + seconds
+
+
+def interleaved(
+    server: Server, jobs: list[Job], clients: int, workers: int, blocks: int, args: Any, left: Any
+) -> tuple[Phase, Phase]:
+    """HTTP and direct over the same jobs in `blocks` consecutive blocks, the order of
+    the two paths alternating block by block (HTTP first in even blocks), so that this
+    machine's drift in speed falls on both paths alike; each path's wall is its blocks'."""
+    http, pool = Phase(), Phase()
+    size = -(-len(jobs) // blocks)
+    for number, start in enumerate(range(0, len(jobs), size)):
+        block = range(start, min(len(jobs), start + size))
+        for path in ("http", "direct") if number % 2 == 0 else ("direct", "http"):
+            if path == "http":
+                sent = send_all(server, jobs, clients, left(), args.client, block)
+                merge(http, asyncio.run(sent))
+            else:
+                merge(pool, direct(jobs, min(clients, workers), workers, left(), block))
+    return http, pool
 
 
 # --- what came back --------------------------------------------------------------------
@@ -435,7 +533,7 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
     deadline = time.monotonic() + args.max_seconds
     left = lambda: max(1.0, deadline - time.monotonic())  # noqa: E731
     max_waiting = args.max_waiting if args.max_waiting is not None else clients
-    server = Server(workers, max_waiting)
+    server = Server(workers, max_waiting, args.stack)
     try:
         server.wait_ready()
         mem_idle = memory(server.process.pid)
@@ -445,15 +543,14 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
             if (job.language, job.code) not in seen:
                 seen.add((job.language, job.code))
                 warm += [job, job]
-        asyncio.run(send_all(server, warm, workers, left()))
+        asyncio.run(send_all(server, warm, workers, left(), args.client))
         direct(warm, workers, workers, left())
         mem_start = memory(server.process.pid)
         before = server.metric("codeloop_serve_requests_total")
-        http = asyncio.run(send_all(server, jobs, clients, left()))
+        http, pool = interleaved(server, jobs, clients, workers, args.blocks, args, left)
         mem_end = memory(server.process.pid)
         after = server.metric("codeloop_serve_requests_total")
-        pool, _runs = direct(jobs, min(clients, workers), workers, left())
-        multi = asyncio.run(send_all(server, problems, clients, left()))
+        multi = asyncio.run(send_all(server, problems, clients, left(), args.client))
         counted = {
             re.sub(r'.*code="([^"]*)".*', r"\1", labels): after[labels] - before.get(labels, 0)
             for labels in after
@@ -487,6 +584,13 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
     }
 
 
+def setting_of(result: dict[str, Any]) -> str:
+    """How the run's server was set: its warm Python sandbox and its HTTP stack."""
+    if result["stack"] == "plain":
+        return f"warm {result['warm']}, h11 + asyncio"
+    return f"warm {result['warm']}, {parser()} + {event_loop()}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="64", help="concurrent clients; a list runs each")
@@ -499,6 +603,24 @@ def main() -> None:
     parser.add_argument(
         "--max-waiting", type=int, default=None, help="the server's queue (default: clients)"
     )
+    parser.add_argument(
+        "--stack",
+        default="auto",
+        help="the server's HTTP stack: auto (httptools and uvloop where installed) or plain "
+        "(h11 and asyncio); auto,plain runs each clients value both ways, side by side",
+    )
+    parser.add_argument(
+        "--blocks",
+        type=int,
+        default=8,
+        help="HTTP and direct alternate over this many blocks of the requests (drift)",
+    )
+    parser.add_argument(
+        "--client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="the load generator: raw asyncio HTTP/1.1 (light) or httpx.AsyncClient",
+    )
     parser.add_argument("--max-seconds", type=float, default=600.0, help="per clients value")
     parser.add_argument(
         "--warm",
@@ -508,6 +630,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.languages = [name.strip() for name in args.languages.split(",") if name.strip()]
+    if set(args.stack.split(",")) - {"auto", "plain"}:
+        parser.error("--stack: auto, plain or auto,plain")
     unknown = [name for name in args.languages if name != "python" and name not in OTHERS]
     if unknown:
         parser.error(f"no program for {unknown}; known: python, {', '.join(OTHERS)}")
@@ -519,10 +643,14 @@ def main() -> None:
     try:
         for clients in [int(part) for part in args.clients.split(",")]:
             for setting in args.warm.split(","):
-                # the server's workers and this process's pool read it when they start
-                os.environ["CODELOOP_WARM"] = setting
-                shutdown_pool()
-                results.append({**run_one(args, clients, workers), "warm": setting})
+                for stack in args.stack.split(","):
+                    # the server's workers and this process's pool read it when they start
+                    os.environ["CODELOOP_WARM"] = setting
+                    shutdown_pool()
+                    one = argparse.Namespace(**{**vars(args), "stack": stack})
+                    results.append(
+                        {**run_one(one, clients, workers), "warm": setting, "stack": stack}
+                    )
     finally:
         shutdown_pool()
 
@@ -530,10 +658,11 @@ def main() -> None:
     lines = [
         f"{args.requests} `/run_code` requests ({languages}; {len(PYTHON)} distinct Python stdio "
         f"programs, each request its own stdin and id), {workers} sandbox workers, {cores} cores; "
-        "HTTP: httpx.AsyncClient with a bearer token against `codeloop serve` on 127.0.0.1 "
+        f"HTTP: {CLIENTS[args.client]} with a bearer token against `codeloop serve` on 127.0.0.1 "
         "(started by the script, `--max-waiting` = clients unless given); direct: the same "
         "requests (`fusion.run_request`) through `sandbox.run_program` from as many threads as "
-        "the pool has workers. The client runs on the same 2 cores as the server. Latency is "
+        f"the pool has workers. The two paths alternate over {args.blocks} blocks of the "
+        "requests (HTTP first in even blocks), each path's wall the sum of its blocks'. The client runs on the same 2 cores as the server. Latency is "
         "the client's, queueing included.",
         "",
         "| clients | path | requests | answered once | lost / duplicated | right output | "
@@ -541,7 +670,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
-        warm = f", warm {result['warm']}"
+        warm = f", {setting_of(result)}"
         lines.append(row(result["clients"], f"HTTP `/run_code`{warm}", result["http"]))
         lines.append(
             row(result["clients"], f"pool directly ({workers} threads){warm}", result["direct"])
@@ -558,7 +687,7 @@ def main() -> None:
         idle, warm, end = result["memory"]
         counted = ", ".join(f"{k}: {v:.0f}" for k, v in sorted(result["counted"].items()))
         lines.append(
-            f"| {result['clients']}, warm {result['warm']} | {http.wall / pool.wall:.2f} | "
+            f"| {result['clients']}, {setting_of(result)} | {http.wall / pool.wall:.2f} | "
             f"{result['agree']}/{http.sent} | "
             f"{'yes' if result['unique_ids'] else 'NO'} | {counted} | "
             f"{result['cpu']['client']:.1f}, {result['cpu']['server']:.1f} | "
@@ -579,7 +708,7 @@ def main() -> None:
         m = result["multi"]
         per_second = args.problems / m.wall if m.wall else 0.0
         lines.append(
-            f"| {result['clients']}, warm {result['warm']} | {args.problems} | {m.sent} | "
+            f"| {result['clients']}, {setting_of(result)} | {args.problems} | {m.sent} | "
             f"{result['problems_right']} | "
             f"{m.statuses} | {m.wall:.1f} | {per_second:.1f} | {per_second / cores:.1f} | "
             f"{m.p50_ms:.0f} | {m.p99_ms:.0f} |"
@@ -595,7 +724,7 @@ def main() -> None:
         http, pool = result["http"], result["direct"]
         overhead = http.wall / pool.wall - 1
         lines.append(
-            f"- {result['clients']} clients, warm {result['warm']}: {http.rate:.0f} requests/s "
+            f"- {result['clients']} clients, {setting_of(result)}: {http.rate:.0f} requests/s "
             "over HTTP "
             f"(issue 51's goal at 64 clients: at least 100), HTTP overhead {overhead:+.0%} "
             f"of the direct wall (goal: at most +15%); lost {http.lost}, duplicated "

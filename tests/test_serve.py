@@ -36,6 +36,7 @@ from codeloop.errors import ConfigError  # noqa: E402
 from codeloop.sandbox import CheckRequest, ProgramRun, Step, check_many  # noqa: E402
 from codeloop.serve import fusion  # noqa: E402
 from codeloop.serve.limits import Settings, resolve_token  # noqa: E402
+from codeloop.serve.protocol import event_loop, parser  # noqa: E402
 from tests.support.serve import running  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
@@ -533,12 +534,14 @@ def test_killed_workers_under_load_lose_no_request_and_give_no_wrong_verdict() -
         assert after.passed
 
 
-def test_slowloris_headers_are_cut_off_and_others_are_served() -> None:
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_slowloris_headers_are_cut_off_and_others_are_served(parser: str) -> None:
     """Twelve clients that drip their headers a byte at a time, more than the server's
     connection limit (8): each is closed once its header deadline passes, and a normal
-    client is served meanwhile (at worst after one deadline), not refused forever."""
+    client is served meanwhile (at worst after one deadline), not refused forever. Over
+    both of uvicorn's parsers: `codeloop serve` takes httptools where it is installed."""
     settings = dataclasses.replace(SETTINGS, header_timeout_s=1.0)
-    with running(settings, limit_concurrency=8) as url:
+    with running(settings, limit_concurrency=8, http=parser) as url:
         port = int(url.rsplit(":", 1)[1])
         drips = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
         try:
@@ -799,4 +802,6 @@ def test_sigterm_lets_the_running_request_finish() -> None:
             process.wait(timeout=30)
     records = [json.loads(line) for line in lines if line.strip()]  # every line is JSON
     assert any(record.get("message") == "drained: no request in the sandbox" for record in records)
+    stack = f"HTTP parser {parser()}, event loop {event_loop()}"  # what `auto` took here
+    assert any(record.get("message") == stack for record in records)
     assert any(record.get("path") == "/run_code" and record["status"] == 200 for record in records)

@@ -49,6 +49,12 @@ def _listen(host: str, port: int) -> socket.socket:
     return listener
 
 
+def _one_of(value: str, option: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise typer.BadParameter(f"{value!r}: one of {', '.join(choices)}", param_hint=option)
+    return value
+
+
 def serve(
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to listen on (loopback unless you say otherwise)."
@@ -94,6 +100,18 @@ def serve(
     drain_timeout: int = typer.Option(
         120, "--drain-timeout", min=1, help="On SIGTERM, seconds to let running requests finish."
     ),
+    http: str = typer.Option(
+        "auto",
+        "--http",
+        callback=lambda value: _one_of(value, "--http", ("auto", "httptools", "h11")),
+        help="HTTP parser (auto: httptools where installed, else h11).",
+    ),
+    loop: str = typer.Option(
+        "auto",
+        "--loop",
+        callback=lambda value: _one_of(value, "--loop", ("auto", "uvloop", "asyncio")),
+        help="Event loop (auto: uvloop where installed, else asyncio).",
+    ),
 ) -> None:
     """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
     token = resolve_token(host, token_file, no_auth, os.environ)
@@ -114,27 +132,40 @@ def serve(
         queue_timeout_s=queue_timeout,
         max_body_bytes=int(max_body_mib * (1 << 20)),
     )
-    _run(settings, host, port, max_connections, drain_timeout)
+    _run(settings, host, port, max_connections, drain_timeout, http, loop)
 
 
 def _run(
-    settings: Settings, host: str, port: int, max_connections: int, drain_timeout: int
+    settings: Settings,
+    host: str,
+    port: int,
+    max_connections: int,
+    drain_timeout: int,
+    http: str = "auto",
+    loop: str = "auto",
 ) -> None:
     """Serve `settings`' app with uvicorn on `host`:`port` until SIGTERM or SIGINT."""
     try:
         import uvicorn
 
         from codeloop.serve.app import create_app
-        from codeloop.serve.protocol import with_header_timeout
+        from codeloop.serve.protocol import event_loop, parser, with_header_timeout
+
+        protocol = with_header_timeout(settings.header_timeout_s, None if http == "auto" else http)
+        if loop == "uvloop":
+            import uvloop  # noqa: F401
     except ImportError as error:
         raise ConfigError(
-            f"codeloop serve needs FastAPI and uvicorn: pip install 'codeloop[serve]' ({error})"
+            f"codeloop serve needs FastAPI and uvicorn (and httptools or uvloop where asked "
+            f"for): pip install 'codeloop[serve]' ({error})"
         ) from None
     _logging()
     listener = _listen(host, port)
     bound_host, bound_port = listener.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     log.info("listening on http://%s:%d", shown, bound_port)
+    shown_loop = event_loop() if loop == "auto" else loop
+    log.info("HTTP parser %s, event loop %s", parser() if http == "auto" else http, shown_loop)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(settings),
@@ -143,7 +174,8 @@ def _run(
             lifespan="on",
             server_header=False,
             limit_concurrency=max_connections,
-            http=with_header_timeout(settings.header_timeout_s),
+            http=protocol,
+            loop=loop,
             timeout_graceful_shutdown=drain_timeout,
         )
     )

@@ -1,4 +1,4 @@
-"""uvicorn's HTTP/1.1 protocol (h11) with a deadline for each request's headers.
+"""uvicorn's HTTP/1.1 protocol with a deadline for each request's headers.
 
 uvicorn times out idle keep-alive connections, and the app (`limits.Guard`) times out
 a slow body, but nothing times out headers that arrive a byte at a time: a slowloris
@@ -6,34 +6,43 @@ client holds its connection forever, and `--max-connections` of them make every 
 client's request a 503. Here each connection must deliver a request's headers within
 `header_timeout_s` of opening (or of its last response); one that does not is closed.
 A request whose headers arrived is never cut by this deadline, however long its check.
+
+The deadline is a mixin over either of uvicorn's parsers: httptools (C, llhttp) where it
+is installed, as uvicorn itself prefers, else h11 (pure Python). On 2 cores the parser
+is part of what a request costs beside its sandbox run (docs/SERVICE.md, "Throughput").
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
-class HeaderDeadline(H11Protocol):
+class HeaderDeadline:
+    """The deadline, mixed into a uvicorn protocol class (`with_header_timeout`)."""
+
     header_timeout_s: float = 10.0
+    cycle: Any
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
     _deadline: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
         self._start()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop()
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
 
-    def handle_events(self) -> None:
-        super().handle_events()
+    def _headers_in(self) -> None:
         if self.cycle is not None and not self.cycle.response_complete:
             self._stop()  # a request's headers are in: its handling is not timed here
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
             self._start()  # waiting for the next request's headers
 
@@ -52,6 +61,42 @@ class HeaderDeadline(H11Protocol):
             self.transport.close()
 
 
-def with_header_timeout(seconds: float) -> type[HeaderDeadline]:
-    """The protocol class to give uvicorn (`Config(http=...)`) for a deadline of `seconds`."""
-    return type("HeaderDeadline", (HeaderDeadline,), {"header_timeout_s": seconds})
+class H11Deadline(HeaderDeadline, H11Protocol):
+    def handle_events(self) -> None:
+        super().handle_events()
+        self._headers_in()
+
+
+def parser() -> str:
+    """The HTTP parser `codeloop serve` uses here: httptools if installed, else h11."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return "httptools"
+
+
+def event_loop() -> str:
+    """The event loop uvicorn's "auto" takes here: uvloop if installed, else asyncio."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+def with_header_timeout(seconds: float, http: str | None = None) -> type:
+    """The protocol class to give uvicorn (`Config(http=...)`) for a deadline of `seconds`,
+    over `http` ("httptools" or "h11"; default: `parser()`)."""
+    if (http or parser()) == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        class HttpToolsDeadline(HeaderDeadline, HttpToolsProtocol):
+            def on_headers_complete(self) -> None:
+                super().on_headers_complete()
+                self._headers_in()
+
+        base: type = HttpToolsDeadline
+    else:
+        base = H11Deadline
+    return type(base.__name__, (base,), {"header_timeout_s": seconds})

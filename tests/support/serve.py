@@ -17,9 +17,12 @@ from codeloop.serve.protocol import with_header_timeout
 
 
 @contextlib.contextmanager
-def running(settings: Settings, limit_concurrency: int | None = None) -> Iterator[str]:
+def running(
+    settings: Settings, limit_concurrency: int | None = None, http: str | None = None
+) -> Iterator[str]:
     """The app for `settings` served by uvicorn on 127.0.0.1, an ephemeral port, in a
-    thread; stopped (its lifespan drained) on exit."""
+    thread; stopped (its lifespan drained) on exit. `http`: the parser ("httptools" or
+    "h11"; default: the one `codeloop serve` picks here)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
@@ -28,7 +31,7 @@ def running(settings: Settings, limit_concurrency: int | None = None) -> Iterato
         access_log=False,
         lifespan="on",
         limit_concurrency=limit_concurrency,
-        http=with_header_timeout(settings.header_timeout_s),
+        http=with_header_timeout(settings.header_timeout_s, http),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
