@@ -15,21 +15,46 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 from codeloop.errors import ConfigError
 
-Language = Literal["python", "javascript", "typescript", "c", "cpp", "java", "rust", "go"]
-LANGUAGES: tuple[str, ...] = (
-    "python",
-    "javascript",
-    "typescript",
-    "c",
-    "cpp",
-    "java",
-    "rust",
-    "go",
-)
+REGISTRY = Path(__file__).parent / "sandbox" / "languages" / "registry.txt"
+"""The language registry: one home folder per line (docs/ADDING_A_LANGUAGE.md)."""
+
+
+def registered_languages(registry: Path = REGISTRY) -> tuple[str, ...]:
+    """The registry's language names in order. Read as a file, never imported: a config
+    is validated before the sandbox (a higher layer) may be imported, and the sandbox's
+    `languages` package imports one home per name read here."""
+    lines = (line.split("#", 1)[0].strip() for line in registry.read_text().splitlines())
+    return tuple(name for name in lines if name)
+
+
+LANGUAGES: tuple[str, ...] = registered_languages()
+
+
+def _registered(name: str) -> str:
+    if name not in LANGUAGES:
+        raise ValueError(f"unknown language {name!r}; known: {', '.join(LANGUAGES)}")
+    return name
+
+
+Language = Annotated[
+    str,
+    AfterValidator(_registered),
+    WithJsonSchema({"type": "string", "enum": list(LANGUAGES)}),
+]
+"""A language name the registry knows."""
+
 BUNDLED_MODEL = "bundled:smollm2-135m-instruct"
 
 

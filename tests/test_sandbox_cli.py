@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -92,34 +93,80 @@ def test_doctor_reports_every_language() -> None:
     assert result.stdout.count("works") == 8
 
 
-def test_doctor_checks_each_home_with_its_own_hello_program(monkeypatch) -> None:
-    """doctor's languages and programs are the registry's homes: a 9th home (here a second
-    Python flavour) is checked with its own hello program, no table in the CLI to extend
-    (a language missing from such a table once made doctor fail with a KeyError)."""
-    from dataclasses import replace
+TOY_HOME = """\"\"\"A toy 9th language for a test: a second Python flavour.\"\"\"
 
-    from codeloop.sandbox import cli as sandbox_cli
-    from codeloop.sandbox import languages
-    from codeloop.sandbox.languages import HOMES, home
-    from codeloop.sandbox.request import Check
+from dataclasses import replace
 
-    python = home("python")
-    flavour = replace(python.language, name="python-flavour")
-    toy = replace(python, language=flavour, hello="print(input().strip())\n")
-    asked: list = []
+from codeloop.sandbox.languages.python import HOME as PYTHON
 
-    def check_many(requests, **_options):
-        asked.extend(requests)
-        return [Check(status="passed") for _ in requests]
+HOME = replace(
+    PYTHON,
+    language=replace(PYTHON.language, name="pyflavour", aliases=()),
+    humaneval_x=None,
+    hello="print(input().strip())\\n",
+)
+"""
 
-    monkeypatch.setattr(languages, "HOMES", (*HOMES, toy))
-    monkeypatch.setattr(sandbox_cli.dispatch, "check_many", check_many)
-    monkeypatch.setattr(sandbox_cli.pool, "describe", lambda backend: "stub")
-    monkeypatch.setattr(sandbox_cli, "version_of", lambda language: f"{language.name} 1.0")
-    sandbox_cli.doctor(config=None)
-    assert [(request.language, request.program) for request in asked] == [
-        (found.language.name, found.hello) for found in (*HOMES, toy)
-    ]
+
+def test_a_ninth_language_is_one_folder_and_one_registry_line(tmp_path: Path) -> None:
+    """A copy of the package with one more folder (a second Python flavour) and one more
+    line in `registry.txt`, nothing else edited: `codeloop doctor` runs its hello
+    program, a session config accepts its name, and `codeloop check` passes right
+    answers and fails wrong ones in it, stdio and function test alike. Real
+    subprocesses on the copy, real sandbox."""
+    import shutil
+
+    import codeloop as package
+
+    copy = tmp_path / "codeloop"
+    shutil.copytree(
+        Path(package.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    homes = copy / "sandbox" / "languages"
+    (homes / "pyflavour").mkdir()
+    (homes / "pyflavour" / "__init__.py").write_text(TOY_HOME)
+    with (homes / "registry.txt").open("a") as registry:
+        registry.write("pyflavour\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+
+    def on_copy(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, timeout=300, env=env,
+            cwd=tmp_path,
+        )  # fmt: skip
+
+    where = on_copy("-c", "import codeloop; print(codeloop.__file__)")
+    assert where.stdout.strip() == str(copy / "__init__.py"), where.stderr
+    doctor = on_copy("-m", "codeloop", "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert "pyflavour" in doctor.stdout and doctor.stdout.count("works") == 9, doctor.stdout
+    configured = on_copy(
+        "-c",
+        "from codeloop.config import TasksConfig\n"
+        "print(TasksConfig(languages=['pyflavour', 'go']).languages)",
+    )
+    assert configured.stdout.strip() == "['pyflavour', 'go']", configured.stderr
+    test = "def check(f):\n    assert f(2) == 4\n\ncheck(double)\n"
+    cases = [{"input": "4\n", "output": "8\n"}]
+    rows = [
+        {"id": "stdio-right", "program": "print(int(input()) * 2)", "cases": cases},
+        {"id": "stdio-wrong", "program": "print(int(input()) + 2)", "cases": [
+            {"input": "3\n", "output": "6\n"}]},
+        {"id": "test-right", "program": "def double(x):\n    return 2 * x\n", "test": test},
+        {"id": "test-wrong", "program": "def double(x):\n    return x\n", "test": test},
+    ]  # fmt: skip
+    batch = tmp_path / "in.jsonl"
+    batch.write_text("".join(json.dumps({**row, "language": "pyflavour"}) + "\n" for row in rows))
+    out = tmp_path / "out.jsonl"
+    checked = on_copy("-m", "codeloop", "check", "--batch", str(batch), "--out", str(out))
+    assert checked.returncode == 0, checked.stderr
+    statuses = {row["id"]: row["status"] for row in map(json.loads, out.read_text().splitlines())}
+    assert statuses == {
+        "stdio-right": "passed",
+        "stdio-wrong": "wrong_answer",
+        "test-right": "passed",
+        "test-wrong": "wrong_answer",
+    }
 
 
 def test_a_check_with_nothing_to_run_is_refused_never_passed(tmp_path: Path) -> None:

@@ -4,22 +4,26 @@ A home (`sandbox/languages/<name>/__init__.py`) holds everything the project kno
 about its language and exports it as one `HOME` (`sandbox.home.Home`: its `Language`,
 prompt parts, function tests, trivial answers, `doctor`'s hello program and the hooks
 only some languages need); in `box/`, the trusted files its function tests run with.
-Every list and order of languages in the package is read from `HOMES`. Adding a
-language is one new folder and its place in `HOMES` (docs/ADDING_A_LANGUAGE.md).
+`registry.txt` names the homes, one line each, in order; `HOMES` imports them in that
+order, and every list and order of languages in the package is read from it (the
+session config reads the same file: `config.LANGUAGES`). Adding a language is one new
+folder and one line in `registry.txt` (docs/ADDING_A_LANGUAGE.md).
 """
 
 from __future__ import annotations
 
+import importlib
+
+from codeloop.config import LANGUAGES as REGISTERED
 from codeloop.sandbox import harness
 from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, NODE_MODULES, Language, version_of
-from codeloop.sandbox.languages import c, cpp, go, java, javascript, python, rust, typescript
 from codeloop.sandbox.languages.go.toolchain import GO, GO_PATH, MODERN_GO
 
 HOMES: tuple[Home, ...] = tuple(
-    module.HOME for module in (python, javascript, typescript, c, cpp, java, rust, go)
+    importlib.import_module(f"{__name__}.{name}").HOME for name in REGISTERED
 )
-"""Every language's home, in the order languages are listed."""
+"""Every language's home, in the registry's order (`registry.txt`)."""
 
 LANGUAGES: dict[str, Language] = {home.language.name: home.language for home in HOMES}
 
