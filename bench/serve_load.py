@@ -337,7 +337,7 @@ async def send_all(
     clients: int,
     timeout: float,
     kind: str = "raw",
-    indices: range | None = None,
+    indices: range | list[int] | None = None,
 ) -> Phase:
     """Every job (of `indices`, default all) once through `/run_code`, `clients` at a
     time; what came back for each. `kind`: the load generator, `raw` (`Connection`) or
@@ -354,11 +354,13 @@ async def send_all(
         async def post(connection: Connection, index: int) -> tuple[int, Any, str | None]:
             if kind == "raw":
                 code, content, rid = await asyncio.wait_for(connection.post(bodies[index]), 120)
-                return code, json.loads(content) if code == 200 else content[:200], rid
+                body = json.loads(content) if code in (200, 504) else content[:200]
+                return code, body, rid
             answer = await client.post(
                 "/run_code", content=bodies[index], headers={"Content-Type": "application/json"}
             )
-            body = answer.json() if answer.status_code == 200 else answer.text[:200]
+            ok = answer.status_code in (200, 504)
+            body = answer.json() if ok else answer.text[:200]
             return answer.status_code, body, answer.headers.get("x-request-id")
 
         async def one_client() -> None:
@@ -551,6 +553,7 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
         mem_end = memory(server.process.pid)
         after = server.metric("codeloop_serve_requests_total")
         multi = asyncio.run(send_all(server, problems, clients, left(), args.client))
+        fault = faults(server, args, clients, left) if args.kill_every > 0 else None
         counted = {
             re.sub(r'.*code="([^"]*)".*', r"\1", labels): after[labels] - before.get(labels, 0)
             for labels in after
@@ -581,6 +584,99 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
         "memory": (mem_idle, mem_start, mem_end),
         "multi": summarize(problems, multi),
         "problems_right": sum(n == CASES_PER_PROBLEM for n in solved.values()),
+        "faults": fault,
+    }
+
+
+def sandbox_workers(server: Server) -> list[int]:
+    """The server's sandbox worker processes (`codeloop.sandbox.worker`)."""
+    found = []
+    for pid in descendants(server.process.pid):
+        try:
+            if b"codeloop.sandbox.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def environmental(outcome: Outcome) -> bool:
+    """An answer the sandbox, not the program, is to blame for: a SandboxError (HTTP 504
+    by default, 200 with `--sandbox-error-http 200`) or another HTTP 5xx."""
+    body = outcome.body
+    return outcome.status.startswith("5") or (
+        isinstance(body, dict) and body.get("status") == "SandboxError"
+    )
+
+
+def classify(jobs: list[Job], phase: Phase) -> collections.Counter[str]:
+    kinds: collections.Counter[str] = collections.Counter()
+    for index, job in enumerate(jobs):
+        outcomes = phase.answers.get(index, [])
+        if len(outcomes) != 1:
+            kinds["lost" if not outcomes else "duplicated"] += 1
+        elif right(job, outcomes[0]):
+            kinds["right"] += 1
+        elif environmental(outcomes[0]):
+            kinds["environment error"] += 1
+        else:
+            kinds["wrong"] += 1
+    return kinds
+
+
+def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) -> dict[str, Any]:
+    """`--fault-requests` more requests while every sandbox worker of the server is
+    SIGKILLed each `--kill-every` seconds. Each answer is right, an environment error
+    (SandboxError, or an HTTP 5xx the client may send again), or wrong: a right
+    program's run judged Failed or with other output. Wrong must be 0: a killed worker
+    is the sandbox's fault, never the program's."""
+    jobs = make_jobs(args.fault_requests, args.languages, seed=clients + 2)
+    killed, stop = [0], threading.Event()
+
+    def killer() -> None:
+        while not stop.wait(args.kill_every):
+            for pid in sandbox_workers(server):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed[0] += 1
+                except ProcessLookupError:
+                    pass
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        phase = asyncio.run(send_all(server, jobs, clients, left(), args.client))
+    finally:
+        stop.set()
+        thread.join()
+    kinds = classify(jobs, phase)
+    # As verl does with a 504: each environment error sent again, up to 3 times in all,
+    # while the workers are still being killed.
+    retried = dict(phase.answers)
+    for _ in range(2):
+        again = [i for i, o in retried.items() if len(o) == 1 and environmental(o[0])]
+        if not again:
+            break
+        thread = threading.Thread(target=killer, daemon=True)
+        stop.clear()
+        thread.start()
+        try:
+            more = asyncio.run(
+                send_all(server, jobs, min(clients, len(again)), left(), args.client, again)
+            )
+        finally:
+            stop.set()
+            thread.join()
+        retried.update(more.answers)
+    final = classify(jobs, Phase(answers=retried))
+    after = asyncio.run(send_all(server, jobs[:20], min(clients, 20), left(), args.client))
+    return {
+        "sent": len(jobs),
+        "killed": killed[0],
+        "kinds": kinds,
+        "final": final,
+        "wall": phase.wall,
+        "serving_after": sum(right(jobs[i], o[0]) for i, o in after.answers.items() if o),
     }
 
 
@@ -609,6 +705,13 @@ def main() -> None:
         help="the server's HTTP stack: auto (httptools and uvloop where installed) or plain "
         "(h11 and asyncio); auto,plain runs each clients value both ways, side by side",
     )
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=0.0,
+        help="then a fault phase: SIGKILL every sandbox worker each this many seconds",
+    )
+    parser.add_argument("--fault-requests", type=int, default=2000, help="the fault phase's")
     parser.add_argument(
         "--blocks",
         type=int,
@@ -730,6 +833,31 @@ def main() -> None:
             f"of the direct wall (goal: at most +15%); lost {http.lost}, duplicated "
             f"{http.duplicated}, wrong or refused {http.sent - http.right}."
         )
+    if any(result["faults"] for result in results):
+        lines += [
+            "",
+            f"Faults: {args.fault_requests} more requests while every sandbox worker of the "
+            f"server is SIGKILLed each {args.kill_every:g} s; then 20 requests to see it "
+            "serving.",
+            "",
+            "Environment errors (SandboxError, answered 504) are sent again up to twice more, "
+            "as verl does, while the kills go on; `after retries` counts the answers then.",
+            "",
+            "| clients | requests | workers killed | right | environment error | wrong | "
+            "lost | duplicated | after retries: right, environment error, wrong | wall s | "
+            "right after |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for result in results:
+            if fault := result["faults"]:
+                kinds, final = fault["kinds"], fault["final"]
+                lines.append(
+                    f"| {result['clients']}, {setting_of(result)} | {fault['sent']} | "
+                    f"{fault['killed']} | {kinds['right']} | {kinds['environment error']} | "
+                    f"{kinds['wrong']} | {kinds['lost']} | {kinds['duplicated']} | "
+                    f"{final['right']}, {final['environment error']}, {final['wrong']} | "
+                    f"{fault['wall']:.1f} | {fault['serving_after']}/20 |"
+                )
     record(f"bench/serve_load.py: `codeloop serve` /run_code under load ({languages})", lines)
 
 

@@ -534,6 +534,50 @@ def test_killed_workers_under_load_lose_no_request_and_give_no_wrong_verdict() -
         assert after.passed
 
 
+def _sandbox_workers() -> list[int]:
+    """This process's sandbox worker processes (the in-process server's pool)."""
+    from codeloop.sandbox.reaping import descendants
+
+    found = []
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            if b"codeloop.sandbox.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+    return found
+
+
+@pytest.mark.parametrize("answered", [504, 200])
+def test_a_run_whose_worker_keeps_dying_is_a_sandbox_error_the_client_may_retry(
+    answered: int,
+) -> None:
+    """A run whose worker is SIGKILLed, and whose rerun's worker too, is the sandbox's
+    failure: `SandboxError`, never `Failed`. By default it is answered HTTP 504 with
+    `Retry-After` (verl retries a 504 and scores a 200 `SandboxError` as a failed
+    test); `sandbox_error_http=200` answers it as SandboxFusion does. Then it serves on."""
+    settings = dataclasses.replace(SETTINGS, workers=1, sandbox_error_http=answered)
+    body = {"code": "import time\ntime.sleep(5)\nprint('done')", "run_timeout": 20}
+    with running(settings) as url, httpx.Client(base_url=url, headers=AUTH, timeout=120) as http:
+        done: dict[str, httpx.Response] = {}
+        sent = post_in_thread(url, body, done, headers=AUTH)
+        killed = 0
+        deadline = time.monotonic() + 90
+        while sent.is_alive() and time.monotonic() < deadline:
+            for pid in _sandbox_workers():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+            time.sleep(0.3)
+        sent.join(timeout=30)
+        answer = done["answer"]
+        assert killed >= 2, "no worker was killed: the test tested nothing"
+        assert answer.status_code == answered, answer.text
+        assert answer.json()["status"] == "SandboxError"
+        assert answer.json()["run_result"]["status"] == "Error"
+        assert (answer.headers.get("retry-after") == "1") == (answered == 504)
+        again = http.post("/run_code", json={"code": "print(6 * 7)"})
+        assert again.status_code == 200 and again.json()["run_result"]["stdout"] == "42\n"
+
+
 @pytest.mark.parametrize("parser", ["httptools", "h11"])
 def test_slowloris_headers_are_cut_off_and_others_are_served(parser: str) -> None:
     """Twelve clients that drip their headers a byte at a time, more than the server's

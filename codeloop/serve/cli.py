@@ -100,6 +100,13 @@ def serve(
     drain_timeout: int = typer.Option(
         120, "--drain-timeout", min=1, help="On SIGTERM, seconds to let running requests finish."
     ),
+    sandbox_error_http: int = typer.Option(
+        504,
+        "--sandbox-error-http",
+        help="HTTP status of a /run_code SandboxError (the sandbox's failure, not the "
+        "program's): 504, which clients retry, or 200 as SandboxFusion answers it.",
+        callback=lambda value: int(_one_of(str(value), "--sandbox-error-http", ("504", "200"))),
+    ),
     http: str = typer.Option(
         "auto",
         "--http",
@@ -131,6 +138,7 @@ def serve(
         max_waiting=max_waiting,
         queue_timeout_s=queue_timeout,
         max_body_bytes=int(max_body_mib * (1 << 20)),
+        sandbox_error_http=sandbox_error_http,
     )
     _run(settings, host, port, max_connections, drain_timeout, http, loop)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codeloop.config import SandboxLimits
@@ -163,13 +164,19 @@ def routes() -> APIRouter:
         return "pong"
 
     @router.post("/run_code", response_model=RunCodeResponse)
-    async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
+    async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse | JSONResponse:
         service = request.app.state.service
         wanted = run_request(body, service.settings)
         request.state.log.update(language=wanted.language)
         answer = response(await service.run_program(request, wanted))
         service.metrics.verdict("/run_code", answer.status, answer.status == "SandboxError")
         request.state.log.update(outcome=answer.status)
+        status = service.settings.sandbox_error_http
+        if answer.status == "SandboxError" and status != 200:
+            # the sandbox's failure, never the program's: answered so the client retries
+            return JSONResponse(
+                answer.model_dump(mode="json"), status_code=status, headers={"Retry-After": "1"}
+            )
         return answer
 
     return router
