@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,10 @@ from pathlib import Path
 from results import record  # bench/results.py (scripts run from bench/)
 
 ROWS = [("hf", 8), ("llamacpp", 8), ("llamacpp-packed", 8), ("hf", 16), ("llamacpp", 16)]
-"""(engine, batch). llamacpp-packed: llamacpp with llama.cpp's own weight placement,
+"""(engine, batch); `--merged TYPE` adds llamacpp-TYPE-merged at batch 8 and 16: the
+weights re-typed as TYPE and the adapter merged into them (`engine.weights`,
+`engine.merge_adapter`; codeloop/engines/gguf_weights.py) instead of applied at run
+time. llamacpp-packed: llamacpp with llama.cpp's own weight placement,
 which on a CPU with AMX packs the tied embedding a second time (the engine keeps it
 once, `codeloop.engines.llamacpp_placement`); the row prices that memory in speed."""
 
@@ -178,17 +182,25 @@ def worker(args: argparse.Namespace) -> None:
     else:
         from codeloop.engines.llamacpp import LlamaCppEngine
 
+        merged = re.fullmatch(r"llamacpp-(\w+)-merged", args.worker)
         engine = LlamaCppEngine(
             EngineConfig(
-                kind="llamacpp", model=BUNDLED_MODEL, batch_size=args.batch, max_tokens=max_tokens
+                kind="llamacpp",
+                model=BUNDLED_MODEL,
+                batch_size=args.batch,
+                max_tokens=max_tokens,
+                weights=merged.group(1) if merged else None,
+                merge_adapter=bool(merged),
             ),
             threads=threads,
-            place_weights=args.worker == "llamacpp",
+            place_weights=args.worker != "llamacpp-packed",
         )
         engine.decoder.kv_type = args.kv
     out = {}
     for label, path in (("base", None), ("adapter", job["adapter"])):
-        engine.load_adapter(path)
+        started = time.monotonic()
+        engine.load_adapter(path)  # merged rows: the merge (or its cache) is timed here
+        attach = time.monotonic() - started
         # Warm-up: as many other tasks of the same languages, as a round's previous
         # batch; weights paged in, kernels, adapter and (llamacpp) context built and
         # the prompt prefixes those tasks share cached.
@@ -203,6 +215,7 @@ def worker(args: argparse.Namespace) -> None:
             "rate": tokens / seconds,
             "texts": [row[0].text for row in results],
             "load": os.getloadavg()[0],
+            "attach_s": attach,
         }
         if args.worker != "hf":
             # The same call with nothing cached: what a first batch pays.
@@ -225,6 +238,18 @@ def llama_build() -> str:
     return ", ".join(part.split("=")[0].strip() for part in info.split("|") if "= 1" in part)
 
 
+def cpu_features() -> str:
+    """The CPU's model and the /proc/cpuinfo flags llama.cpp's x86 kernels key on."""
+    model, flags = "unknown", set()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name") and model == "unknown":
+            model = line.split(":", 1)[1].strip()
+        elif line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+    wanted = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8"]
+    return f"{model}; " + ", ".join(flag for flag in wanted if flag in flags)
+
+
 def passes(tasks, texts: list[str]) -> int:
     from prompts import check  # bench/prompts.py
 
@@ -237,10 +262,13 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--adapter", help="a PEFT adapter folder (default: train one here)")
     parser.add_argument("--check", action="store_true", help="run answers in the sandbox")
-    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument(
-        "--worker", choices=["hf", "llamacpp", "llamacpp-packed"], help=argparse.SUPPRESS
+        "--merged",
+        default="q8_0",
+        help="weight types of the merged-adapter llamacpp rows, comma-separated ('': none)",
     )
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -249,13 +277,18 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
+    rows = ROWS + [
+        (f"llamacpp-{kind}-merged", batch)
+        for kind in filter(None, args.merged.split(","))
+        for batch in (8, 16)
+    ]
     every = bench_tasks(2 * args.prompts)
     tasks, warmup = every[: args.prompts], every[args.prompts :]
     trained = args.adapter is None
     with tempfile.TemporaryDirectory() as scratch:
         job, adapter = write_job(Path(scratch), tasks, warmup, args)
         measured = {}
-        for engine, batch in ROWS:
+        for engine, batch in rows:
             out = Path(scratch) / f"{engine}-{batch}.json"
             command = [sys.executable, __file__, "--worker", engine, "--batch", str(batch)]
             command += ["--job", str(job), "--out", str(out)]
@@ -263,13 +296,13 @@ def main() -> None:
             measured[(engine, batch)] = json.loads(out.read_text())
     lines = [
         "| engine | batch | adapter | useful tok/s | tokens | seconds | vs hf batch 8 "
-        "| cold tok/s | cold vs hf batch 8 | peak RSS MiB | greedy = hf batch 8 |"
+        "| cold tok/s | cold vs hf batch 8 | peak RSS MiB | greedy = hf batch 8 | attach s |"
         + (" passed |" if args.check else ""),
-        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.check else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.check else ""),
     ]
     for label in ("base", "adapter"):
         reference = measured[("hf", 8)][label]
-        for engine, batch in ROWS:
+        for engine, batch in rows:
             row = measured[(engine, batch)]
             cell = row[label]
             same = sum(a == b for a, b in zip(cell["texts"], reference["texts"], strict=True))
@@ -281,7 +314,7 @@ def main() -> None:
                     if "cold_rate" in cell
                     else "- | - | "
                 )
-                + f"{row['peak_rss_mib']:.0f} | {same}/{len(tasks)} |"
+                + f"{row['peak_rss_mib']:.0f} | {same}/{len(tasks)} | {cell['attach_s']:.1f} |"
             )
             if args.check:
                 line += f" {passes(tasks, cell['texts'])}/{len(tasks)} |"
@@ -314,7 +347,9 @@ def main() -> None:
         "the tied embedding a second time for the output projection (llamacpp keeps it "
         "once and reads it from the mapped file).",
         "",
-        f"llama.cpp build: {llama_build()}.",
+        f"llama.cpp build: {llama_build()}. CPU: {cpu_features()}.",
+        "attach s: `load_adapter`'s time; for merged rows the merge into a re-typed file "
+        "(cached by the adapter's sha256, so a second load of it reads the cache).",
     ]
     record(
         f"engines, bundled SmolLM2-135M on CPU ({args.threads} threads, bench/engines.py)",

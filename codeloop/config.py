@@ -120,6 +120,17 @@ class EngineConfig(Section):
         "sum to top_p (nucleus sampling; 1: off).",
     )
     batch_size: int = Field(8, gt=0, description="Conversations generated together.")
+    weights: Literal["f16", "q4_0", "q4_1", "q5_0", "q8_0"] | None = Field(
+        None,
+        description="llamacpp engine: the GGUF's weights re-typed once for this CPU and "
+        "cached (unset: as the file has them). docs/PERFORMANCE.md, 'Weight types'.",
+    )
+    merge_adapter: bool = Field(
+        False,
+        description="llamacpp engine: merge each adapter into the weights (one file per "
+        "adapter, built once and cached by its sha256; Q8_0 unless `weights` says) instead "
+        "of applying it at run time.",
+    )
     base_url: str | None = Field(
         None, description="openai engine: base URL of the server, e.g. http://127.0.0.1:8000/v1."
     )

@@ -26,6 +26,7 @@ from codeloop.config import BUNDLED_MODEL, EngineConfig  # noqa: E402
 from codeloop.engines import lora_gguf  # noqa: E402
 from codeloop.engines.llamacpp import LlamaCppEngine  # noqa: E402
 from codeloop.engines.llamacpp_batch import PrefixCache  # noqa: E402
+from codeloop.errors import EngineError  # noqa: E402
 from codeloop.models import load, resolve  # noqa: E402
 from codeloop.recipe import ends_code_block, messages  # noqa: E402
 
@@ -432,3 +433,66 @@ def test_llama_cpp_prints_its_errors_and_nothing_else(engine, capfd) -> None:
     ]:
         llamacpp._log_callback(level, text, None)  # through the C callback llama.cpp calls
     assert capfd.readouterr().err == "an error that goes on\n"
+
+
+# --- re-typed weights, merged adapters (engine.weights, engine.merge_adapter) ----------
+
+
+@pytest.fixture(scope="module")
+def merged_engine():
+    engine = LlamaCppEngine(
+        EngineConfig(
+            kind="llamacpp", model=BUNDLED_MODEL, batch_size=4, weights="q8_0", merge_adapter=True
+        ),
+        n_ctx=1024,
+        threads=2,
+    )
+    yield engine
+    engine.close()
+
+
+def test_q8_0_weights_give_the_file_s_next_token_and_logits(engine, merged_engine) -> None:
+    """The Q8_0 copy of the Q4_1 file computes what the file does: the same next token
+    on every prompt and logits that agree to within quantization noise. A transposed,
+    misnamed or wrongly dequantized tensor breaks both."""
+    assert merged_engine.path != engine.path and merged_engine.info()["weights"] == "q8_0"
+    for conversation in RECIPE:
+        tokens = engine.encode(conversation)
+        file_logits = _cpp_logits(engine, tokens)
+        typed_logits = _cpp_logits(merged_engine, tokens)
+        assert int(file_logits.argmax()) == int(typed_logits.argmax())
+        cosine = torch.nn.functional.cosine_similarity(file_logits, typed_logits, dim=0)
+        assert cosine > 0.99, cosine
+
+
+def test_a_merged_adapter_moves_logits_like_the_peft_adapter(merged_engine, hf_and_adapter) -> None:
+    """Merged into re-typed weights (no run-time LoRA), the adapter still moves the
+    logits the way PEFT moves the transformers model's; unloading restores the base."""
+    before = merged_engine.path
+    cosine = _delta_cosine(merged_engine, hf_and_adapter, hf_and_adapter[2])
+    assert cosine > 0.95, cosine
+    assert merged_engine.path == before and merged_engine.adapter_hash is None
+
+
+def test_a_merged_file_is_built_once_per_adapter_and_type(rank8_adapter, hf_and_adapter) -> None:
+    from codeloop.engines.gguf_weights import prepared_gguf
+
+    base = resolve(BUNDLED_MODEL).path
+    first = prepared_gguf(base, "q8_0", rank8_adapter)
+    built = first.stat().st_mtime_ns
+    assert prepared_gguf(base, "q8_0", rank8_adapter) == first  # the cache
+    assert first.stat().st_mtime_ns == built
+    other = prepared_gguf(base, "q8_0", hf_and_adapter[2])
+    assert other != first and prepared_gguf(base, None) == Path(base)
+    with pytest.raises(EngineError, match=r"engine\.weights"):
+        prepared_gguf(base, "q3_x")
+
+
+def test_the_config_offers_exactly_the_weight_types_the_engine_builds() -> None:
+    from typing import get_args
+
+    from codeloop.engines.gguf_weights import WEIGHT_TYPES
+
+    annotation = EngineConfig.model_fields["weights"].annotation
+    offered = {name for part in get_args(annotation) for name in get_args(part)}
+    assert offered == set(WEIGHT_TYPES)

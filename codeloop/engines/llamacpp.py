@@ -126,8 +126,6 @@ class LlamaCppEngine:
         """`n_ctx` bounds one request (prompt and answer); `threads` defaults to every
         CPU of this process's affinity mask; `place_weights` False leaves llama.cpp's
         own weight placement (`llamacpp_placement`; bench/engines.py compares them)."""
-        from llama_cpp import _internals
-
         self.config = config
         self.ref = resolve(config.model, config.revision)
         if not self.ref.gguf:
@@ -135,15 +133,9 @@ class LlamaCppEngine:
                 f"engine.model: the llamacpp engine needs a GGUF file, got {config.model}"
             )
         log_errors_only()
-        # `_placement` is kept: llama.cpp reads the overrides it holds while loading.
-        params, self._placement = model_params(self.ref.path, place=place_weights)
-        try:
-            self.model = _internals.LlamaModel(
-                path_model=self.ref.path, params=params, verbose=False
-            )
-        except ValueError as error:
-            raise EngineError(f"llama.cpp could not load {self.ref.path}: {error}") from error
-        release_file_pages(self.ref.path)
+        self.place_weights = place_weights
+        self.path = self.base_path = self._typed(None)
+        self._load(self.path)
         self.formatter = chat_formatter(self.model)
         self.n_ctx = n_ctx
         self.share_prefix = share_prefix
@@ -153,9 +145,51 @@ class LlamaCppEngine:
         self.adapter_hash: str | None = None
         self.stats = {"generated_tokens": 0, "seconds": 0.0}
 
+    def _typed(self, adapter: str | Path | None, digest: str | None = None) -> str:
+        """The file to load: the configured one, or its `engine.weights` copy with
+        `adapter` merged in (`gguf_weights.prepared_gguf`, cached)."""
+        if self.config.weights is None and adapter is None:
+            return self.ref.path
+        from codeloop.engines.gguf_weights import prepared_gguf
+
+        return str(prepared_gguf(self.ref.path, self.config.weights, adapter, digest))
+
+    def _load(self, path: str) -> None:
+        """llama.cpp's model from `path`; `_placement` is kept, as llama.cpp reads the
+        overrides it holds while loading."""
+        from llama_cpp import _internals
+
+        params, self._placement = model_params(path, place=self.place_weights)
+        try:
+            self.model = _internals.LlamaModel(path_model=path, params=params, verbose=False)
+        except ValueError as error:
+            raise EngineError(f"llama.cpp could not load {path}: {error}") from error
+        release_file_pages(path)
+
+    def _reload(self, path: str) -> None:
+        """Another weights file (a merged adapter, or the base again): a new model and
+        decoder, the KV type kept; the prefix cache starts empty."""
+        if path == self.path:
+            return
+        kv_type = self.decoder.kv_type
+        self.decoder.close()
+        self.model.close()
+        self._adapters.clear()
+        self._load(path)
+        self.path = path
+        self.formatter = chat_formatter(self.model)
+        self.decoder = BatchDecoder(self.model.model, self.model.vocab, threads=self.threads)
+        self.decoder.kv_type = kv_type
+
     def load_adapter(self, path: str | Path | None) -> None:
         import llama_cpp
 
+        if self.config.merge_adapter:
+            digest = adapter_sha256(path)
+            self._reload(self._typed(path, digest) if path is not None else self.base_path)
+            self.adapter_hash = digest
+            return
+        self._reload(self.base_path)
         if path is None:
             self.decoder.set_adapter(None)
             self.adapter_hash = None
@@ -197,6 +231,8 @@ class LlamaCppEngine:
             "model": self.ref.name,
             "revision": self.ref.revision,
             "precision": "gguf",
+            "weights": self.config.weights or "file",
+            "adapter_merged": self.config.merge_adapter,
             "kv_cache": self.decoder.kv_type,
             "adapter_sha256": self.adapter_hash,
         }

@@ -82,19 +82,37 @@ def convert(
     """
     import gguf
     import numpy as np
+
+    folder = Path(adapter)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    meta = meta or base_metadata(base_gguf)
+    out = gguf.GGUFWriter(str(target), arch=str(meta["arch"]))
+    out.add_type(gguf.GGUFType.ADAPTER)
+    out.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    out.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(config["lora_alpha"]))
+    for name, (a, b) in sorted(lora_pairs(folder, meta).items()):
+        out.add_tensor(f"{name}.lora_a", np.ascontiguousarray(a))
+        out.add_tensor(f"{name}.lora_b", np.ascontiguousarray(b))
+    out.write_header_to_file()
+    out.write_kv_data_to_file()
+    out.write_tensors_to_file()
+    out.close()
+    return Path(target)
+
+
+def lora_pairs(adapter: str | Path, meta: dict[str, int | str]) -> dict[str, tuple[Any, Any]]:
+    """(A, B) in float32 of each base tensor `adapter` (a PEFT folder) changes, keyed by
+    the tensor's llama.cpp name (`blk.3.attn_q.weight`), B's rows already in llama.cpp's
+    layout; the delta of a weight is `scale * B @ A` with `scale = alpha / rank`."""
+    import numpy as np
     from safetensors.numpy import load_file
 
     folder = Path(adapter)
     config = json.loads((folder / "adapter_config.json").read_text())
     if config.get("use_rslora") or config.get("use_dora"):
         raise EngineError(f"{folder}: rsLoRA/DoRA adapters cannot be converted for llama.cpp")
-    meta = meta or base_metadata(base_gguf)
     tensors = load_file(str(folder / "adapter_model.safetensors"))
-    out = gguf.GGUFWriter(str(target), arch=str(meta["arch"]))
-    out.add_type(gguf.GGUFType.ADAPTER)
-    out.add_string(gguf.Keys.Adapter.TYPE, "lora")
-    out.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(config["lora_alpha"]))
-    written = 0
+    sides: dict[str, dict[str, Any]] = {}
     for key in sorted(tensors):
         match = _PEFT_KEY.match(key)
         if not match or match.group(2) not in _MODULES:
@@ -105,13 +123,16 @@ def convert(
             data = _permute(data, int(meta["heads"]))
         elif side == "B" and module == "self_attn.k_proj":
             data = _permute(data, int(meta["kv_heads"]))
-        name = f"blk.{layer}.{_MODULES[module]}.weight.lora_{side.lower()}"
-        out.add_tensor(name, np.ascontiguousarray(data))
-        written += 1
-    if not written:
+        sides.setdefault(f"blk.{layer}.{_MODULES[module]}.weight", {})[side] = data
+    if not sides:
         raise EngineError(f"{folder}: the adapter has no LoRA tensors")
-    out.write_header_to_file()
-    out.write_kv_data_to_file()
-    out.write_tensors_to_file()
-    out.close()
-    return Path(target)
+    unpaired = sorted(name for name, pair in sides.items() if set(pair) != {"A", "B"})
+    if unpaired:
+        raise EngineError(f"{folder}: LoRA tensors without their other half: {unpaired[:3]}")
+    return {name: (pair["A"], pair["B"]) for name, pair in sides.items()}
+
+
+def lora_scale(adapter: str | Path) -> float:
+    """alpha / rank of a PEFT adapter: how much of `B @ A` its weights add."""
+    config = json.loads((Path(adapter) / "adapter_config.json").read_text())
+    return float(config["lora_alpha"]) / float(config["r"])
