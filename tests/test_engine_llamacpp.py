@@ -496,3 +496,18 @@ def test_the_config_offers_exactly_the_weight_types_the_engine_builds() -> None:
     annotation = EngineConfig.model_fields["weights"].annotation
     offered = {name for part in get_args(annotation) for name in get_args(part)}
     assert offered == set(WEIGHT_TYPES)
+
+
+def test_a_merge_built_apart_reports_why_it_failed(rank8_adapter, tmp_path) -> None:
+    """Built in a process of its own (as the engine builds it), a merge that cannot be
+    made is a clear EngineError in the caller, with the child's reason, and no file."""
+    import shutil
+
+    from codeloop.engines.gguf_weights import prepared_gguf
+
+    dora = tmp_path / "dora"
+    shutil.copytree(rank8_adapter, dora)
+    config = json.loads((dora / "adapter_config.json").read_text())
+    (dora / "adapter_config.json").write_text(json.dumps({**config, "use_dora": True}))
+    with pytest.raises(EngineError, match="DoRA adapters cannot be converted"):
+        prepared_gguf(resolve(BUNDLED_MODEL).path, "q8_0", dora, apart=True)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -35,9 +37,13 @@ def prepared_gguf(
     weights: str | None,
     adapter: str | Path | None = None,
     adapter_hash: str | None = None,
+    *,
+    apart: bool = False,
 ) -> Path:
     """`base` with `adapter` merged into its weights and every weight as `weights`
-    (None: the base file itself when there is no adapter, else Q8_0), cached."""
+    (None: the base file itself when there is no adapter, else Q8_0), cached. `apart`:
+    build it in a process of its own, so that the dequantized copy (several hundred
+    MiB) never counts in the caller's peak memory; an engine asks for that."""
     if weights is None and adapter is None:
         return Path(base)
     kind = weights or "q8_0"
@@ -51,6 +57,14 @@ def prepared_gguf(
     name += f"-lora-{adapter_hash[:16]}" if adapter_hash else ""
     target = cache_root() / "gguf-weights" / f"{name}.gguf"
     if target.is_file():
+        return target
+    if apart:
+        command = [sys.executable, "-m", "codeloop.engines.gguf_weights", str(base), kind]
+        command += [str(adapter), adapter_hash or ""] if adapter is not None else []
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0 or not target.is_file():
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise EngineError(f"building {target.name} failed: {last}")
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".merge-") as scratch:
@@ -114,3 +128,16 @@ def quantize(source: Path, target: Path, kind: str) -> None:
     )
     if code != 0 or not target.is_file():
         raise EngineError(f"llama.cpp could not quantize {source} to {kind} (code {code})")
+
+
+if __name__ == "__main__":  # prepared_gguf(..., apart=True): BASE TYPE [ADAPTER HASH]
+    try:
+        arguments = sys.argv[1:]
+        prepared_gguf(
+            arguments[0],
+            arguments[1],
+            arguments[2] if len(arguments) > 2 else None,
+            arguments[3] if len(arguments) > 3 and arguments[3] else None,
+        )
+    except EngineError as error:
+        sys.exit(f"codeloop: {error}")

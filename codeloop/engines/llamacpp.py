@@ -152,7 +152,7 @@ class LlamaCppEngine:
             return self.ref.path
         from codeloop.engines.gguf_weights import prepared_gguf
 
-        return str(prepared_gguf(self.ref.path, self.config.weights, adapter, digest))
+        return str(prepared_gguf(self.ref.path, self.config.weights, adapter, digest, apart=True))
 
     def _load(self, path: str) -> None:
         """llama.cpp's model from `path`; `_placement` is kept, as llama.cpp reads the
