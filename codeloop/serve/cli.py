@@ -55,6 +55,27 @@ def _one_of(value: str, option: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+SANDBOX_ERROR_HTTP = typer.Option(
+    504,
+    "--sandbox-error-http",
+    help="HTTP status of a /run_code SandboxError (the sandbox's failure, not the "
+    "program's): 504, which clients retry, or 200 as SandboxFusion answers it.",
+    callback=lambda value: int(_one_of(str(value), "--sandbox-error-http", ("504", "200"))),
+)
+HTTP_PARSER = typer.Option(
+    "auto",
+    "--http",
+    callback=lambda value: _one_of(value, "--http", ("auto", "httptools", "h11")),
+    help="HTTP parser (auto: httptools where installed, else h11).",
+)
+EVENT_LOOP = typer.Option(
+    "auto",
+    "--loop",
+    callback=lambda value: _one_of(value, "--loop", ("auto", "uvloop", "asyncio")),
+    help="Event loop (auto: uvloop where installed, else asyncio).",
+)
+
+
 def serve(
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to listen on (loopback unless you say otherwise)."
@@ -100,25 +121,9 @@ def serve(
     drain_timeout: int = typer.Option(
         120, "--drain-timeout", min=1, help="On SIGTERM, seconds to let running requests finish."
     ),
-    sandbox_error_http: int = typer.Option(
-        504,
-        "--sandbox-error-http",
-        help="HTTP status of a /run_code SandboxError (the sandbox's failure, not the "
-        "program's): 504, which clients retry, or 200 as SandboxFusion answers it.",
-        callback=lambda value: int(_one_of(str(value), "--sandbox-error-http", ("504", "200"))),
-    ),
-    http: str = typer.Option(
-        "auto",
-        "--http",
-        callback=lambda value: _one_of(value, "--http", ("auto", "httptools", "h11")),
-        help="HTTP parser (auto: httptools where installed, else h11).",
-    ),
-    loop: str = typer.Option(
-        "auto",
-        "--loop",
-        callback=lambda value: _one_of(value, "--loop", ("auto", "uvloop", "asyncio")),
-        help="Event loop (auto: uvloop where installed, else asyncio).",
-    ),
+    sandbox_error_http: int = SANDBOX_ERROR_HTTP,
+    http: str = HTTP_PARSER,
+    loop: str = EVENT_LOOP,
 ) -> None:
     """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
     token = resolve_token(host, token_file, no_auth, os.environ)
