@@ -205,9 +205,12 @@ def worker(args: argparse.Namespace) -> None:
         # batch; weights paged in, kernels, adapter and (llamacpp) context built and
         # the prompt prefixes those tasks share cached.
         engine.generate(job["warmup"], max_tokens=8)
+        before = dict(getattr(getattr(engine, "decoder", None), "stats", {}))
         started = time.monotonic()
         results = engine.generate(conversations, max_tokens=max_tokens)
         seconds = time.monotonic() - started
+        after = getattr(getattr(engine, "decoder", None), "stats", {})
+        split = {key: after[key] - before.get(key, 0) for key in after}
         tokens = sum(row[0].tokens for row in results)
         out[label] = {
             "seconds": seconds,
@@ -216,6 +219,7 @@ def worker(args: argparse.Namespace) -> None:
             "texts": [row[0].text for row in results],
             "load": os.getloadavg()[0],
             "attach_s": attach,
+            "split": split,
         }
         if args.worker != "hf":
             # The same call with nothing cached: what a first batch pays.
@@ -236,6 +240,19 @@ def llama_build() -> str:
 
     info = llama_cpp.llama_print_system_info().decode().removeprefix("CPU :")
     return ", ".join(part.split("=")[0].strip() for part in info.split("|") if "= 1" in part)
+
+
+def split_cell(cell: dict) -> str:
+    """Where a warm llamacpp call's seconds went (the decoder's own clocks): prompt
+    tokens decoded, next tokens decoded, sampling, and the rest (prefix-cache restores,
+    scheduling, detokenizing); "-" for hf."""
+    split = cell.get("split") or {}
+    if "prompt_seconds" not in split:
+        return "- |"
+    prompt, decode = split["prompt_seconds"], split["decode_seconds"]
+    sample = split["sample_seconds"]
+    rest = cell["seconds"] - prompt - decode - sample
+    return f"{prompt:.1f} / {decode:.1f} / {sample:.1f} / {rest:.1f} ({split['prompt_tokens']}) |"
 
 
 def cpu_features() -> str:
@@ -296,9 +313,10 @@ def main() -> None:
             measured[(engine, batch)] = json.loads(out.read_text())
     lines = [
         "| engine | batch | adapter | useful tok/s | tokens | seconds | vs hf batch 8 "
-        "| cold tok/s | cold vs hf batch 8 | peak RSS MiB | greedy = hf batch 8 | attach s |"
+        "| cold tok/s | cold vs hf batch 8 | peak RSS MiB | greedy = hf batch 8 | attach s "
+        "| s: prompt / decode / sample / rest (prompt tokens) |"
         + (" passed |" if args.check else ""),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.check else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.check else ""),
     ]
     for label in ("base", "adapter"):
         reference = measured[("hf", 8)][label]
@@ -314,7 +332,8 @@ def main() -> None:
                     if "cold_rate" in cell
                     else "- | - | "
                 )
-                + f"{row['peak_rss_mib']:.0f} | {same}/{len(tasks)} | {cell['attach_s']:.1f} |"
+                + f"{row['peak_rss_mib']:.0f} | {same}/{len(tasks)} | {cell['attach_s']:.1f} | "
+                + split_cell(cell)
             )
             if args.check:
                 line += f" {passes(tasks, cell['texts'])}/{len(tasks)} |"
@@ -348,6 +367,10 @@ def main() -> None:
         "once and reads it from the mapped file).",
         "",
         f"llama.cpp build: {llama_build()}. CPU: {cpu_features()}.",
+        "s: prompt / decode / sample / rest: the decoder's clocks over the timed call "
+        "(llama_decode of prompt tokens, llama_decode of next tokens, sampling, and the rest: "
+        "prefix-cache restores, scheduling, detokenizing), with the prompt tokens decoded "
+        "(not taken from the prefix cache). "
         "attach s: `load_adapter`'s time; for merged rows the merge into a re-typed file "
         "(cached by the adapter's sha256, so a second load of it reads the cache).",
     ]

@@ -245,13 +245,13 @@ def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, mo
     steps: list[list[int]] = []
     decode = engine.decoder._decode
 
-    def spy(entries):
+    def spy(entries, phase="decode"):
         if any(logits for *_rest, logits in entries):  # a step (prefill wants no logits)
             steps.append([seq for _token, _pos, seq, _logits in entries])
         else:
             assert len({seq for _token, _pos, seq, _logits in entries}) == 1
             assert len(entries) >= 2
-        return decode(entries)
+        return decode(entries, phase)
 
     monkeypatch.setattr(engine.decoder, "_decode", spy)
     engine.generate(RECIPE, max_tokens=64)
@@ -511,3 +511,17 @@ def test_a_merge_built_apart_reports_why_it_failed(rank8_adapter, tmp_path) -> N
     (dora / "adapter_config.json").write_text(json.dumps({**config, "use_dora": True}))
     with pytest.raises(EngineError, match="DoRA adapters cannot be converted"):
         prepared_gguf(resolve(BUNDLED_MODEL).path, "q8_0", dora, apart=True)
+
+
+def test_the_decoder_clocks_prompt_decode_and_sampling_apart(engine) -> None:
+    """bench/engines.py splits a call's time by these clocks: each must move with its
+    own work (a prompt decoded, next tokens decoded, tokens sampled)."""
+    engine.decoder.cache.clear()
+    before = dict(engine.decoder.stats)
+    started = __import__("time").perf_counter()
+    engine.generate(RECIPE[:2], max_tokens=16)
+    wall = __import__("time").perf_counter() - started
+    moved = {key: engine.decoder.stats[key] - before[key] for key in before}
+    assert moved["prompt_tokens"] > 0 and moved["prompt_seconds"] > 0
+    assert moved["decode_seconds"] > 0 and moved["sample_seconds"] > 0
+    assert moved["prompt_seconds"] + moved["decode_seconds"] + moved["sample_seconds"] < wall

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -229,6 +230,9 @@ class BatchDecoder:
         self.cache = PrefixCache(cache_mib << 20)
         self.kv_type = KV_TYPE  # read when the context is (re)built
         self.stats = {"prompt_tokens": 0, "shared_tokens": 0, "decode_calls": 0, "moves": 0}
+        # Where the time goes (bench/engines.py prints the split): llama_decode of prompt
+        # tokens, llama_decode of the next tokens, and sampling them.
+        self.stats.update(prompt_seconds=0.0, decode_seconds=0.0, sample_seconds=0.0)
 
     # -- context -----------------------------------------------------------------------
 
@@ -306,8 +310,9 @@ class BatchDecoder:
 
     # -- low level ---------------------------------------------------------------------
 
-    def _decode(self, entries: list[tuple[int, int, int, bool]]) -> None:
-        """Decode (token, position, sequence id, wants logits) entries in one llama_decode."""
+    def _decode(self, entries: list[tuple[int, int, int, bool]], phase: str = "decode") -> None:
+        """Decode (token, position, sequence id, wants logits) entries in one llama_decode;
+        its time counts as `phase` ("prompt" or "decode") in `stats`."""
         import llama_cpp as C
 
         batch = self._batch
@@ -318,7 +323,9 @@ class BatchDecoder:
             batch.seq_id[i][0] = seq
             batch.logits[i] = logits
         batch.n_tokens = len(entries)
+        started = time.perf_counter()
         status = C.llama_decode(self.ctx, batch)
+        self.stats[f"{phase}_seconds"] += time.perf_counter() - started
         self.stats["decode_calls"] += 1
         if status != 0:
             raise EngineError(f"llama_decode failed with status {status}")
@@ -497,7 +504,9 @@ class BatchDecoder:
             piece = min(size, end - start)
             if end - start - piece == 1:  # the last piece would be one token
                 piece -= 1
-            self._decode([(tokens[p], p, seq_id, False) for p in range(start, start + piece)])
+            self._decode(
+                [(tokens[p], p, seq_id, False) for p in range(start, start + piece)], "prompt"
+            )
             start += piece
 
     def _step(self, running: list[Sequence], memory: Any, stop) -> None:
@@ -517,8 +526,10 @@ class BatchDecoder:
             C.llama_memory_seq_rm(memory, 1, -1, -1)
             entries.append((entries[0][0], 0, 1, False))
         self._decode(entries)
+        started = time.perf_counter()
         for index, seq in enumerate(running):
             self._accept(seq, C.llama_sampler_sample(seq.sampler, self.ctx, index), stop)
+        self.stats["sample_seconds"] += time.perf_counter() - started
 
     def _compact(self, running: list[Sequence], memory: Any) -> None:
         """Drop finished sequences, moving the last running one into each freed stream,
