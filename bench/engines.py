@@ -205,11 +205,12 @@ def worker(args: argparse.Namespace) -> None:
         # batch; weights paged in, kernels, adapter and (llamacpp) context built and
         # the prompt prefixes those tasks share cached.
         engine.generate(job["warmup"], max_tokens=8)
-        before = dict(getattr(getattr(engine, "decoder", None), "stats", {}))
+        clocks = getattr(engine, "decoder", None)  # llamacpp's decoder; hf has none
+        before = dict(clocks.stats) if clocks else {}
         started = time.monotonic()
         results = engine.generate(conversations, max_tokens=max_tokens)
         seconds = time.monotonic() - started
-        after = getattr(getattr(engine, "decoder", None), "stats", {})
+        after = clocks.stats if clocks else {}
         split = {key: after[key] - before.get(key, 0) for key in after}
         tokens = sum(row[0].tokens for row in results)
         out[label] = {

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import random
@@ -43,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +57,7 @@ from results import record
 
 from codeloop.sandbox import run_program
 from codeloop.sandbox import shutdown as shutdown_pool
+from codeloop.sandbox.pool import worker_pids
 from codeloop.sandbox.reaping import descendants
 from codeloop.serve.fusion import RunCodeRequest, response, run_request
 from codeloop.serve.limits import Settings
@@ -588,16 +591,26 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
     }
 
 
-def sandbox_workers(server: Server) -> list[int]:
-    """The server's sandbox worker processes (`codeloop.sandbox.worker`)."""
-    found = []
-    for pid in descendants(server.process.pid):
-        try:
-            if b"codeloop.sandbox.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            continue
-    return found
+@contextlib.contextmanager
+def killing(server: Server, every: float, killed: list[int]) -> Iterator[None]:
+    """While inside: every sandbox worker of `server` SIGKILLed each `every` seconds
+    (the count added to `killed[0]`)."""
+    stop = threading.Event()
+
+    def killer() -> None:
+        while not stop.wait(every):
+            for pid in worker_pids(server.process.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed[0] += 1
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def environmental(outcome: Outcome) -> bool:
@@ -631,24 +644,9 @@ def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) ->
     program's run judged Failed or with other output. Wrong must be 0: a killed worker
     is the sandbox's fault, never the program's."""
     jobs = make_jobs(args.fault_requests, args.languages, seed=clients + 2)
-    killed, stop = [0], threading.Event()
-
-    def killer() -> None:
-        while not stop.wait(args.kill_every):
-            for pid in sandbox_workers(server):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed[0] += 1
-                except ProcessLookupError:
-                    pass
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    try:
+    killed = [0]
+    with killing(server, args.kill_every, killed):
         phase = asyncio.run(send_all(server, jobs, clients, left(), args.client))
-    finally:
-        stop.set()
-        thread.join()
     kinds = classify(jobs, phase)
     # As verl does with a 504: each environment error sent again, up to 3 times in all,
     # while the workers are still being killed.
@@ -657,17 +655,9 @@ def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) ->
         again = [i for i, o in retried.items() if len(o) == 1 and environmental(o[0])]
         if not again:
             break
-        thread = threading.Thread(target=killer, daemon=True)
-        stop.clear()
-        thread.start()
-        try:
-            more = asyncio.run(
-                send_all(server, jobs, min(clients, len(again)), left(), args.client, again)
-            )
-        finally:
-            stop.set()
-            thread.join()
-        retried.update(more.answers)
+        with killing(server, args.kill_every, killed):
+            sent = send_all(server, jobs, min(clients, len(again)), left(), args.client, again)
+            retried.update(asyncio.run(sent).answers)
     final = classify(jobs, Phase(answers=retried))
     after = asyncio.run(send_all(server, jobs[:20], min(clients, 20), left(), args.client))
     return {
@@ -735,6 +725,10 @@ def main() -> None:
     args.languages = [name.strip() for name in args.languages.split(",") if name.strip()]
     if set(args.stack.split(",")) - {"auto", "plain"}:
         parser.error("--stack: auto, plain or auto,plain")
+    if args.blocks < 1 or not 0 <= args.fault_requests <= MAX_REQUESTS:
+        parser.error(f"--blocks: at least 1; --fault-requests: 0 to {MAX_REQUESTS}")
+    if 0 < args.kill_every < 0.1:
+        parser.error("--kill-every: 0 (no fault phase) or at least 0.1 s")
     unknown = [name for name in args.languages if name != "python" and name not in OTHERS]
     if unknown:
         parser.error(f"no program for {unknown}; known: python, {', '.join(OTHERS)}")

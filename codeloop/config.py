@@ -123,13 +123,14 @@ class EngineConfig(Section):
     weights: Literal["f16", "q4_0", "q4_1", "q5_0", "q8_0"] | None = Field(
         None,
         description="llamacpp engine: the GGUF's weights re-typed once for this CPU and "
-        "cached (unset: as the file has them). docs/PERFORMANCE.md, 'Weight types'.",
+        "cached (unset: as the file has them, or Q8_0 with merge_adapter). "
+        "docs/PERFORMANCE.md, 'Engines on an AMD EPYC'.",
     )
     merge_adapter: bool = Field(
         False,
         description="llamacpp engine: merge each adapter into the weights (one file per "
-        "adapter, built once and cached by its sha256; Q8_0 unless `weights` says) instead "
-        "of applying it at run time.",
+        "adapter, built once and cached by its sha256) instead of applying it at run time; "
+        "the base model is then loaded as the same type (Q8_0 unless `weights` says).",
     )
     base_url: str | None = Field(
         None, description="openai engine: base URL of the server, e.g. http://127.0.0.1:8000/v1."

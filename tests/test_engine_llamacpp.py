@@ -14,6 +14,7 @@ same adapter), which a wrong tensor mapping or a missing Q/K permutation breaks.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -441,9 +442,7 @@ def test_llama_cpp_prints_its_errors_and_nothing_else(engine, capfd) -> None:
 @pytest.fixture(scope="module")
 def merged_engine():
     engine = LlamaCppEngine(
-        EngineConfig(
-            kind="llamacpp", model=BUNDLED_MODEL, batch_size=4, weights="q8_0", merge_adapter=True
-        ),
+        EngineConfig(kind="llamacpp", model=BUNDLED_MODEL, batch_size=4, merge_adapter=True),
         n_ctx=1024,
         threads=2,
     )
@@ -455,6 +454,7 @@ def test_q8_0_weights_give_the_file_s_next_token_and_logits(engine, merged_engin
     """The Q8_0 copy of the Q4_1 file computes what the file does: the same next token
     on every prompt and logits that agree to within quantization noise. A transposed,
     misnamed or wrongly dequantized tensor breaks both."""
+    # merging adapters loads the base as the merged files' type too (Q8_0 unless set)
     assert merged_engine.path != engine.path and merged_engine.info()["weights"] == "q8_0"
     for conversation in RECIPE:
         tokens = engine.encode(conversation)
@@ -518,9 +518,9 @@ def test_the_decoder_clocks_prompt_decode_and_sampling_apart(engine) -> None:
     own work (a prompt decoded, next tokens decoded, tokens sampled)."""
     engine.decoder.cache.clear()
     before = dict(engine.decoder.stats)
-    started = __import__("time").perf_counter()
+    started = time.perf_counter()
     engine.generate(RECIPE[:2], max_tokens=16)
-    wall = __import__("time").perf_counter() - started
+    wall = time.perf_counter() - started
     moved = {key: engine.decoder.stats[key] - before[key] for key in before}
     assert moved["prompt_tokens"] > 0 and moved["prompt_seconds"] > 0
     assert moved["decode_seconds"] > 0 and moved["sample_seconds"] > 0

@@ -34,6 +34,7 @@ uvicorn = pytest.importorskip("uvicorn")
 
 from codeloop.errors import ConfigError  # noqa: E402
 from codeloop.sandbox import CheckRequest, ProgramRun, Step, check_many  # noqa: E402
+from codeloop.sandbox.pool import worker_pids  # noqa: E402
 from codeloop.serve import fusion  # noqa: E402
 from codeloop.serve.limits import Settings, resolve_token  # noqa: E402
 from codeloop.serve.protocol import event_loop, parser  # noqa: E402
@@ -495,7 +496,6 @@ def test_killed_workers_under_load_lose_no_request_and_give_no_wrong_verdict() -
     answer arrives, each with the verdict its program deserves, and the server serves on."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from codeloop.sandbox.reaping import descendants
     from codeloop.serve.client import ServeClient
 
     slow = "import time\ntime.sleep(0.3)\n"
@@ -504,24 +504,13 @@ def test_killed_workers_under_load_lose_no_request_and_give_no_wrong_verdict() -
     requests = [right if i % 3 else wrong for i in range(48)]
     settings = Settings(token=TOKEN, max_in_flight=2, max_waiting=256, queue_timeout_s=120.0)
 
-    def workers() -> list[int]:
-        found = []
-        for pid in descendants(os.getpid()):
-            try:
-                command = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"codeloop.sandbox.worker" in command:
-                found.append(pid)
-        return found
-
     with running(settings) as url, ServeClient(url, TOKEN, batch=1, backoff_s=0.2) as remote:
         with ThreadPoolExecutor(16) as clients:
             futures = [clients.submit(remote.check, request) for request in requests]
             killed = 0
             for _ in range(2):
                 time.sleep(1.5)
-                for pid in workers():
+                for pid in worker_pids(os.getpid()):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
                         killed += 1
@@ -532,18 +521,6 @@ def test_killed_workers_under_load_lose_no_request_and_give_no_wrong_verdict() -
         ]
         after = remote.check(right)  # and it still serves
         assert after.passed
-
-
-def _sandbox_workers() -> list[int]:
-    """This process's sandbox worker processes (the in-process server's pool)."""
-    from codeloop.sandbox.reaping import descendants
-
-    found = []
-    for pid in descendants(os.getpid()):
-        with contextlib.suppress(OSError):
-            if b"codeloop.sandbox.worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-    return found
 
 
 @pytest.mark.parametrize("answered", [504, 200])
@@ -562,7 +539,7 @@ def test_a_run_whose_worker_keeps_dying_is_a_sandbox_error_the_client_may_retry(
         killed = 0
         deadline = time.monotonic() + 90
         while sent.is_alive() and time.monotonic() < deadline:
-            for pid in _sandbox_workers():
+            for pid in worker_pids(os.getpid()):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                     killed += 1

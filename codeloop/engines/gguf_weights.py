@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from codeloop.engines.lora_gguf import base_metadata, lora_pairs, lora_scale
+from codeloop.engines.lora_gguf import base_metadata, lora_alpha, lora_pairs
 from codeloop.errors import EngineError
 from codeloop.paths import cache_root
 from codeloop.store import sha256_file
@@ -31,6 +31,16 @@ WEIGHT_TYPES: dict[str, int] = {"f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 8, "q8_0
 """Weight types `engine.weights` may name, and llama.cpp's `LLAMA_FTYPE_MOSTLY_*` for
 each (llama.h)."""
 
+MERGED_DEFAULT = "q8_0"
+"""The type of a merged file when `engine.weights` names none: it holds Q4_1's values
+almost exactly."""
+
+
+def weight_type(weights: str | None, merge_adapter: bool) -> str | None:
+    """The type an engine loads: `weights`, else MERGED_DEFAULT when adapters are merged
+    (so that the base and every merged candidate share one type), else the file's own."""
+    return weights or (MERGED_DEFAULT if merge_adapter else None)
+
 
 def prepared_gguf(
     base: str | Path,
@@ -38,22 +48,25 @@ def prepared_gguf(
     adapter: str | Path | None = None,
     adapter_hash: str | None = None,
     *,
+    base_hash: str | None = None,
     apart: bool = False,
 ) -> Path:
     """`base` with `adapter` merged into its weights and every weight as `weights`
-    (None: the base file itself when there is no adapter, else Q8_0), cached. `apart`:
+    (None: the base file itself when there is no adapter, else MERGED_DEFAULT), cached
+    by the two sha256s (`base_hash`, `adapter_hash`: when the caller has them). `apart`:
     build it in a process of its own, so that the dequantized copy (several hundred
     MiB) never counts in the caller's peak memory; an engine asks for that."""
     if weights is None and adapter is None:
         return Path(base)
-    kind = weights or "q8_0"
+    kind = weights or MERGED_DEFAULT
     if kind not in WEIGHT_TYPES:
         raise EngineError(f"engine.weights: {kind!r}; one of {', '.join(WEIGHT_TYPES)}")
     if adapter is not None and adapter_hash is None:
         from codeloop.engines.base import adapter_sha256
 
         adapter_hash = adapter_sha256(adapter)
-    name = f"{Path(base).stem}-{sha256_file(Path(base))[:16]}-{kind}"
+    base_hash = base_hash or sha256_file(Path(base))
+    name = f"{Path(base).stem}-{base_hash[:16]}-{kind}"
     name += f"-lora-{adapter_hash[:16]}" if adapter_hash else ""
     target = cache_root() / "gguf-weights" / f"{name}.gguf"
     if target.is_file():
@@ -86,7 +99,7 @@ def write_dense(base: Path, target: Path, adapter: str | Path | None) -> None:
     reader = gguf.GGUFReader(str(base))
     meta = base_metadata(base)
     pairs = lora_pairs(adapter, meta) if adapter is not None else {}
-    scale = lora_scale(adapter) if adapter is not None else 0.0
+    alpha = lora_alpha(adapter) if adapter is not None else 0.0
     writer = gguf.GGUFWriter(str(target), str(meta["arch"]))
     for field in reader.fields.values():
         if field.name.startswith("GGUF.") or field.name == gguf.Keys.General.ARCHITECTURE:
@@ -101,7 +114,8 @@ def write_dense(base: Path, target: Path, adapter: str | Path | None) -> None:
             data = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
         if tensor.name in pairs:
             a, b = pairs[tensor.name]
-            data = np.asarray(data, dtype=np.float32) + scale * (b @ a)
+            # alpha over this tensor's own rank, as llama.cpp scales a run-time LoRA
+            data = np.asarray(data, dtype=np.float32) + (alpha / a.shape[0]) * (b @ a)
             merged.add(tensor.name)
         if tensor.tensor_type == Types.F32 and tensor.name not in pairs:
             writer.add_tensor(tensor.name, np.asarray(data), raw_dtype=Types.F32)

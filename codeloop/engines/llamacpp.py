@@ -25,6 +25,7 @@ from typing import Any
 
 from codeloop.config import EngineConfig
 from codeloop.engines.base import Completion, Conversation, adapter_sha256, expand, regroup
+from codeloop.engines.gguf_weights import prepared_gguf, weight_type
 from codeloop.engines.llamacpp_batch import BatchDecoder
 from codeloop.engines.llamacpp_placement import model_params
 from codeloop.engines.lora_gguf import convert, metadata
@@ -32,6 +33,7 @@ from codeloop.errors import EngineError
 from codeloop.models import resolve
 from codeloop.paths import cache_root
 from codeloop.recipe import ends_code_block
+from codeloop.store import sha256_file
 
 MADV_DONTNEED = 4  # <sys/mman.h>, Linux
 LOG_ERROR, LOG_CONTINUED = 4, 5  # ggml_log_level
@@ -134,6 +136,8 @@ class LlamaCppEngine:
             )
         log_errors_only()
         self.place_weights = place_weights
+        self.weights = weight_type(config.weights, config.merge_adapter)
+        self._base_hash: str | None = None
         self.path = self.base_path = self._typed(None)
         self._load(self.path)
         self.formatter = chat_formatter(self.model)
@@ -146,13 +150,15 @@ class LlamaCppEngine:
         self.stats = {"generated_tokens": 0, "seconds": 0.0}
 
     def _typed(self, adapter: str | Path | None, digest: str | None = None) -> str:
-        """The file to load: the configured one, or its `engine.weights` copy with
-        `adapter` merged in (`gguf_weights.prepared_gguf`, cached)."""
-        if self.config.weights is None and adapter is None:
+        """The file to load: the configured one, or its copy re-typed (`self.weights`)
+        with `adapter` merged in (`gguf_weights.prepared_gguf`, cached)."""
+        if self.weights is None and adapter is None:
             return self.ref.path
-        from codeloop.engines.gguf_weights import prepared_gguf
-
-        return str(prepared_gguf(self.ref.path, self.config.weights, adapter, digest, apart=True))
+        self._base_hash = self._base_hash or sha256_file(Path(self.ref.path))
+        typed = prepared_gguf(
+            self.ref.path, self.weights, adapter, digest, base_hash=self._base_hash, apart=True
+        )
+        return str(typed)
 
     def _load(self, path: str) -> None:
         """llama.cpp's model from `path`; `_placement` is kept, as llama.cpp reads the
@@ -231,7 +237,7 @@ class LlamaCppEngine:
             "model": self.ref.name,
             "revision": self.ref.revision,
             "precision": "gguf",
-            "weights": self.config.weights or "file",
+            "weights": self.weights or "file",
             "adapter_merged": self.config.merge_adapter,
             "kv_cache": self.decoder.kv_type,
             "adapter_sha256": self.adapter_hash,

@@ -103,7 +103,7 @@ def convert(
 def lora_pairs(adapter: str | Path, meta: dict[str, int | str]) -> dict[str, tuple[Any, Any]]:
     """(A, B) in float32 of each base tensor `adapter` (a PEFT folder) changes, keyed by
     the tensor's llama.cpp name (`blk.3.attn_q.weight`), B's rows already in llama.cpp's
-    layout; the delta of a weight is `scale * B @ A` with `scale = alpha / rank`."""
+    layout; the delta of a weight is `alpha / rank * B @ A`, its rank A's row count."""
     import numpy as np
     from safetensors.numpy import load_file
 
@@ -132,7 +132,6 @@ def lora_pairs(adapter: str | Path, meta: dict[str, int | str]) -> dict[str, tup
     return {name: (pair["A"], pair["B"]) for name, pair in sides.items()}
 
 
-def lora_scale(adapter: str | Path) -> float:
-    """alpha / rank of a PEFT adapter: how much of `B @ A` its weights add."""
-    config = json.loads((Path(adapter) / "adapter_config.json").read_text())
-    return float(config["lora_alpha"]) / float(config["r"])
+def lora_alpha(adapter: str | Path) -> float:
+    """A PEFT adapter's alpha: a weight's delta is `alpha / rank * B @ A`."""
+    return float(json.loads((Path(adapter) / "adapter_config.json").read_text())["lora_alpha"])

@@ -21,8 +21,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest, Step
+
+WORKER_MODULE = "codeloop.sandbox.worker"
+"""What every worker process runs (`python -m WORKER_MODULE`)."""
 
 WORKER_DIED = (
     "sandbox worker died during the {what} (twice, the second time on a freshly started worker)"
@@ -56,7 +60,7 @@ class _Worker:
     def _start(self) -> subprocess.Popen[str]:
         if self.process is None or self.process.poll() is not None:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "codeloop.sandbox.worker", self.backend, str(self.index)],
+                [sys.executable, "-m", WORKER_MODULE, self.backend, str(self.index)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
@@ -214,6 +218,19 @@ def leaders_first(requests: list[CheckRequest]) -> list[int]:
         (followers if task in seen else leaders).append(index)
         seen.add(task)
     return leaders + followers
+
+
+def worker_pids(root: int) -> list[int]:
+    """The sandbox worker processes below process `root` (a pool's owner: this process,
+    or a `codeloop serve`), from /proc: what fault tests and benches kill."""
+    from codeloop.sandbox.reaping import descendants
+
+    found = []
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            if WORKER_MODULE.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+    return found
 
 
 def default_workers() -> int:

@@ -164,7 +164,9 @@ def _run(
         from codeloop.serve.app import create_app
         from codeloop.serve.protocol import event_loop, parser, with_header_timeout
 
-        protocol = with_header_timeout(settings.header_timeout_s, None if http == "auto" else http)
+        http = parser() if http == "auto" else http
+        loop = event_loop() if loop == "auto" else loop
+        protocol = with_header_timeout(settings.header_timeout_s, http)
         if loop == "uvloop":
             import uvloop  # noqa: F401
     except ImportError as error:
@@ -177,8 +179,7 @@ def _run(
     bound_host, bound_port = listener.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     log.info("listening on http://%s:%d", shown, bound_port)
-    shown_loop = event_loop() if loop == "auto" else loop
-    log.info("HTTP parser %s, event loop %s", parser() if http == "auto" else http, shown_loop)
+    log.info("HTTP parser %s, event loop %s", http, loop)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(settings),

@@ -74,9 +74,9 @@ class Settings:
     max_memory_mib: int = 8192
     sandbox_error_http: int = 504
     """The HTTP status of a `/run_code` answer whose run the sandbox could not carry out
-    (`SandboxError`): 504 with `Retry-After`, which verl and the other SandboxFusion
-    clients retry where they would score a 200 `SandboxError` as a failed test (verl:
-    -1); 200 is SandboxFusion's own. The body is the same `SandboxError` either way."""
+    (`SandboxError`): 504 with `Retry-After`, which verl retries where it would score a
+    200 `SandboxError` as a failed test (-1); 200 is SandboxFusion's own. The body is
+    the same `SandboxError` either way."""
 
     @property
     def slots(self) -> int:
