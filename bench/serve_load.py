@@ -231,6 +231,8 @@ class Server:
         command += ["--workers", str(workers), "--max-waiting", str(max_waiting)]
         if stack == "plain":  # uvicorn's pure-Python parser and asyncio's own loop
             command += ["--http", "h11", "--loop", "asyncio"]
+        if stack == "routed":  # every /run_code through FastAPI's route (serve.fusion)
+            command += ["--routed-run-code"]
         env = {**os.environ, "CODELOOP_SERVE_TOKEN": self.token}
         self.process = subprocess.Popen(
             command,
@@ -423,11 +425,12 @@ def direct(
             with lock:
                 phase.answers.setdefault(index, []).append(Outcome("200", seconds, body))
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(threads) as pool:
         for _ in range(threads):
             pool.submit(one_thread)
     phase.wall = time.perf_counter() - started
+    phase.cpu = {"caller": time.process_time() - cpu}  # what the server does for a request
     return phase
 
 
@@ -583,7 +586,7 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
         "agree": agree,
         "unique_ids": len(set(ids)) == len(ids),
         "counted": counted,
-        "cpu": http.cpu,
+        "cpu": {**http.cpu, **pool.cpu},
         "memory": (mem_idle, mem_start, mem_end),
         "multi": summarize(problems, multi),
         "problems_right": sum(n == CASES_PER_PROBLEM for n in solved.values()),
@@ -674,7 +677,8 @@ def setting_of(result: dict[str, Any]) -> str:
     """How the run's server was set: its warm Python sandbox and its HTTP stack."""
     if result["stack"] == "plain":
         return f"warm {result['warm']}, h11 + asyncio"
-    return f"warm {result['warm']}, {parser()} + {event_loop()}"
+    routed = ", routed" if result["stack"] == "routed" else ""
+    return f"warm {result['warm']}, {parser()} + {event_loop()}{routed}"
 
 
 def main() -> None:
@@ -692,8 +696,9 @@ def main() -> None:
     parser.add_argument(
         "--stack",
         default="auto",
-        help="the server's HTTP stack: auto (httptools and uvloop where installed) or plain "
-        "(h11 and asyncio); auto,plain runs each clients value both ways, side by side",
+        help="the server's HTTP stack: auto (httptools and uvloop where installed), plain "
+        "(h11 and asyncio) or routed (auto, each /run_code through FastAPI's route: "
+        "--routed-run-code); a list (auto,routed) runs each clients value each way, side by side",
     )
     parser.add_argument(
         "--kill-every",
@@ -723,8 +728,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.languages = [name.strip() for name in args.languages.split(",") if name.strip()]
-    if set(args.stack.split(",")) - {"auto", "plain"}:
-        parser.error("--stack: auto, plain or auto,plain")
+    if set(args.stack.split(",")) - {"auto", "plain", "routed"}:
+        parser.error("--stack: auto, plain, routed or a list of them (auto,routed)")
     if args.blocks < 1 or not 0 <= args.fault_requests <= MAX_REQUESTS:
         parser.error(f"--blocks: at least 1; --fault-requests: 0 to {MAX_REQUESTS}")
     if 0 < args.kill_every < 0.1:
@@ -775,9 +780,10 @@ def main() -> None:
     lines += [
         "",
         "| clients | HTTP wall / direct wall | HTTP answers equal to direct | X-Request-Id unique | "
-        "server's /run_code count | CPU s: client, server process | server RSS MiB: idle, "
+        "server's /run_code count | CPU s: client, server process | direct caller's CPU s | "
+        "server RSS MiB: idle, "
         "warm, end | workers' RSS MiB (processes): idle, warm, end |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         http, pool = result["http"], result["direct"]
@@ -788,6 +794,7 @@ def main() -> None:
             f"{result['agree']}/{http.sent} | "
             f"{'yes' if result['unique_ids'] else 'NO'} | {counted} | "
             f"{result['cpu']['client']:.1f}, {result['cpu']['server']:.1f} | "
+            f"{result['cpu']['caller']:.1f} | "
             f"{idle[0]:.0f}, {warm[0]:.0f}, {end[0]:.0f} | "
             f"{idle[1]:.0f} ({idle[2]}), {warm[1]:.0f} ({warm[2]}), {end[1]:.0f} ({end[2]}) |"
         )

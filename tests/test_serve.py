@@ -36,6 +36,7 @@ from codeloop.errors import ConfigError  # noqa: E402
 from codeloop.sandbox import CheckRequest, ProgramRun, Step, check_many  # noqa: E402
 from codeloop.sandbox.pool import worker_pids  # noqa: E402
 from codeloop.serve import fusion  # noqa: E402
+from codeloop.serve.app import create_app  # noqa: E402
 from codeloop.serve.limits import Settings, resolve_token  # noqa: E402
 from codeloop.serve.protocol import event_loop, parser  # noqa: E402
 from tests.support.serve import running  # noqa: E402
@@ -331,6 +332,47 @@ def test_a_sandbox_error_is_sandbox_error_with_its_message() -> None:
     assert found["status"] == "Failed" and found["run_result"] is None
     assert found["compile_result"]["status"] == "TimeLimitExceeded"
     assert found["compile_result"]["execution_time"] == 2.0
+
+
+def without_times(found: dict) -> dict:
+    for key in ("compile_result", "run_result"):
+        if found.get(key):
+            found[key] = {k: v for k, v in found[key].items() if k != "execution_time"}
+    return found
+
+
+def test_the_fast_run_code_lane_answers_as_the_fastapi_route(client: httpx.Client) -> None:
+    """A well-formed /run_code is answered by `fusion.FastRunCode`, past FastAPI; a
+    server with `fast_run_code=False` sends the same bodies through FastAPI's route.
+    The answers must be alike but for the run's seconds, and what the lane cannot
+    answer is refused by FastAPI as before."""
+    assert fusion.FastRunCode in create_app(SETTINGS).layers
+    routed = dataclasses.replace(SETTINGS, fast_run_code=False)
+    assert fusion.FastRunCode not in create_app(routed).layers
+    bodies = [
+        {"code": "import sys\nprint(sys.stdin.read()[::-1], 'é')", "stdin": "abc"},
+        {"code": "import sys\nprint('out')\nsys.exit(3)", "language": "python3"},
+        {"code": "while True: pass", "run_timeout": 0.5},
+        {"code": "int main( { return 0; }", "language": "cpp"},
+        {"code": "open('o.txt','w').write('x')", "fetch_files": ["o.txt"], "extra": [1]},
+    ]
+    invalid = {b"{not json": 400, b'{"code": 1}': 422, b'{"code": "1", "language": "cobol"}': 422}
+    json_type = {"content-type": "application/json; charset=utf-8"}
+    with running(routed) as url, httpx.Client(base_url=url, headers=AUTH, timeout=60) as other:
+        for body in bodies:
+            fast, slow = (http.post("/run_code", json=body) for http in (client, other))
+            assert fast.status_code == slow.status_code == 200, (fast.text, slow.text)
+            assert fast.headers["content-type"] == slow.headers["content-type"]
+            assert without_times(fast.json()) == without_times(slow.json()), body
+            assert fast.json()["run_result"] or fast.json()["compile_result"]
+        for data, status in invalid.items():
+            fast, slow = (
+                http.post("/run_code", content=data, headers=json_type) for http in (client, other)
+            )
+            assert fast.status_code == slow.status_code == status, fast.text
+            assert fast.json() == slow.json() and fast.json()["detail"]
+    statuses = [client.post("/run_code", json=body).json()["status"] for body in bodies]
+    assert statuses == ["Success", "Failed", "Failed", "Failed", "Success"]
 
 
 # --- the native /v1/check ---------------------------------------------------------------

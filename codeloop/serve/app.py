@@ -1,7 +1,8 @@
-"""The ASGI app of `codeloop serve`: FastAPI routes (SandboxFusion's in `fusion`, the
-native check in `native`, `/health`, `/metrics`) behind two ASGI middlewares (outermost
-first): `Observe` (metrics, one JSON access line per request) and `Guard` (the bearer
-token, then the body's size and arrival time).
+"""The ASGI app of `codeloop serve` (`Front`): FastAPI routes (SandboxFusion's in
+`fusion`, the native check in `native`, `/health`, `/metrics`) behind three ASGI layers
+(outermost first): `Observe` (metrics, one JSON access line per request), `Guard` (the
+bearer token, then the body's size and arrival time) and `fusion.FastRunCode` (a
+well-formed `/run_code` answered without FastAPI's layers).
 
 Sandbox work leaves the event loop through `Service`: a slot of the bounded queue
 (`Gate`), then a thread of its own pool that hands the request to a free sandbox worker
@@ -30,7 +31,7 @@ from codeloop import __version__
 from codeloop.sandbox import cluster, pool
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
 from codeloop.serve import fusion, native
-from codeloop.serve.limits import Gate, Guard, Refused, Settings
+from codeloop.serve.limits import ASGIApp, Gate, Guard, Receive, Refused, Scope, Send, Settings
 from codeloop.serve.metrics import CONTENT_TYPE, Metrics, Observe
 
 T = TypeVar("T")
@@ -62,17 +63,17 @@ class Service:
             }
         )
 
-    async def _in_sandbox(self, request: Request | None, work: Callable[[], T]) -> T:
-        """`work` in a thread of the pool once a slot is free (`request`'s access line
-        gets the wait; a batch's items, `request` None, share one line)."""
+    async def _in_sandbox(self, log: dict | None, work: Callable[[], T]) -> T:
+        """`work` in a thread of the pool once a slot is free (the request's access line,
+        `log`, gets the wait; a batch's items, `log` None, share one line)."""
         if self.executor is None:
             raise Refused(503, "the server is not running (its lifespan has not started)")
         async with self.gate.slot() as waited:
-            if request is not None:
-                request.state.log["queue_ms"] = round(waited * 1000, 1)
+            if log is not None:
+                log["queue_ms"] = round(waited * 1000, 1)
             return await asyncio.get_running_loop().run_in_executor(self.executor, work)
 
-    async def run_program(self, request: Request, wanted: RunRequest) -> ProgramRun:
+    async def run_program(self, log: dict, wanted: RunRequest) -> ProgramRun:
         settings = self.settings
         if settings.cluster:
             work = functools.partial(
@@ -82,7 +83,7 @@ class Service:
             work = functools.partial(
                 pool.run_program, wanted, workers=settings.workers, backend=settings.backend
             )
-        return await self._in_sandbox(request, work)
+        return await self._in_sandbox(log, work)
 
     async def check(self, request: Request | None, wanted: CheckRequest) -> Check:
         settings = self.settings
@@ -97,7 +98,7 @@ class Service:
             work = functools.partial(
                 pool.check_one, wanted, workers=settings.workers, backend=settings.backend
             )
-        return await self._in_sandbox(request, work)
+        return await self._in_sandbox(request.state.log if request else None, work)
 
 
 async def _refused(_request: Request, error: Exception) -> JSONResponse:
@@ -132,7 +133,7 @@ async def _invalid(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail, "errors": jsonable_encoder(listed)}, status_code=status)
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings) -> Front:
     """The app for `settings`; serve it with uvicorn (`codeloop serve`), which runs its
     lifespan: the sandbox threads start with it and are waited for at shutdown."""
     service = Service(settings)
@@ -191,6 +192,26 @@ def create_app(settings: Settings) -> FastAPI:
     async def metrics() -> PlainTextResponse:
         return PlainTextResponse(service.metrics.render(), media_type=CONTENT_TYPE)
 
-    app.add_middleware(Guard, settings=settings)
-    app.add_middleware(Observe, metrics=service.metrics)  # outermost: sees every answer
-    return app
+    return Front(app, service)
+
+
+class Front:
+    """The ASGI app uvicorn serves: `Observe`, `Guard` and (with `fast_run_code`)
+    `fusion.FastRunCode` around the FastAPI app `api`, outside FastAPI's own middleware
+    stack, so that a well-formed `/run_code` passes through none of FastAPI's layers
+    (its error, telemetry and body-limit wrappers, the router); every other request goes
+    on into `api`, which also runs the lifespan."""
+
+    def __init__(self, api: FastAPI, service: Service) -> None:
+        self.api = api
+        self.service = service
+        inner: ASGIApp = api
+        self.layers: tuple[type, ...] = (Observe, Guard)
+        """The layers around `api`, outermost first."""
+        if service.settings.fast_run_code:
+            inner = fusion.FastRunCode(inner, service)
+            self.layers += (fusion.FastRunCode,)
+        self._chain = Observe(Guard(inner, service.settings), service.metrics)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._chain(scope, receive, send)

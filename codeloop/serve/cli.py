@@ -75,6 +75,13 @@ EVENT_LOOP = typer.Option(
     help="Event loop (auto: uvloop where installed, else asyncio).",
 )
 
+FAST_RUN_CODE = typer.Option(
+    True,
+    "--fast-run-code/--routed-run-code",
+    help="Answer a well-formed /run_code past FastAPI's routing and encoding (the same "
+    "answer, less server CPU); --routed-run-code sends each through FastAPI, to compare.",
+)
+
 
 def serve(
     host: str = typer.Option(
@@ -124,6 +131,7 @@ def serve(
     sandbox_error_http: int = SANDBOX_ERROR_HTTP,
     http: str = HTTP_PARSER,
     loop: str = EVENT_LOOP,
+    fast_run_code: bool = FAST_RUN_CODE,
 ) -> None:
     """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
     token = resolve_token(host, token_file, no_auth, os.environ)
@@ -144,6 +152,7 @@ def serve(
         queue_timeout_s=queue_timeout,
         max_body_bytes=int(max_body_mib * (1 << 20)),
         sandbox_error_http=sandbox_error_http,
+        fast_run_code=fast_run_code,
     )
     _run(settings, host, port, max_connections, drain_timeout, http, loop)
 
