@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -448,6 +449,127 @@ def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
             thread.join()
     assert killed, "no Ray worker was seen to kill"
     assert answers == [(200, "Success:5\n"), (200, "passed")] * 6, answers
+
+
+@contextlib.contextmanager
+def _second_node(address: str, secret: dict[str, str], temp: Path) -> Iterator[int]:
+    """A second Ray node (2 CPUs, on loopback) joined to the head at `address`, started
+    in a process group of its own; yields that group, and stops what is left of it."""
+    env = {**os.environ, **secret}
+    env.pop("RAY_AUTH_TOKEN_PATH", None)
+    # `ray start` refuses a worker node while RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER is 0,
+    # which every process of a loopback cluster needs (LOOPBACK). Only that check is
+    # lifted, in the CLI's own view of Ray's constants: the rest of Ray (which would
+    # swap 127.0.0.1 for the machine's address) and the node's processes keep it 0.
+    lifted = (
+        "import sys, types\n"
+        "import ray._private.ray_constants as constants\n"
+        "import ray.scripts.scripts as scripts\n"
+        "class View(types.ModuleType):\n"
+        "    def __getattr__(self, name):\n"
+        "        return getattr(constants, name)\n"
+        "view = View('ray_constants')\n"
+        "view.ENABLE_RAY_CLUSTER = True\n"
+        "scripts.ray_constants = view\n"
+        "sys.argv[0] = 'ray'\n"
+        "scripts.main()\n"
+    )
+    start = subprocess.Popen(
+        [
+            sys.executable, "-c", lifted, "start", "--address", address, "--node-ip-address", "127.0.0.1",
+            "--num-cpus", "2", "--object-store-memory", str(100 * 1024 * 1024),
+            "--temp-dir", str(temp), "--disable-usage-stats",
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        output, _ = start.communicate(timeout=180)
+        assert start.returncode == 0, output
+        listening = _listening(_cluster_processes(start.pid))
+        assert listening and all(_loopback(ip) for ip, _ in listening), sorted(map(str, listening))
+        yield start.pid
+    finally:
+        _stop(start.pid)
+
+
+def _running_tasks(pids: set[int]) -> list[int]:
+    """Those of `pids` that are Ray workers running a program or a chunk right now."""
+    return [
+        pid for pid in _chunk_workers(b"ray::_run_on_node", b"ray::_check_chunk") if pid in pids
+    ]
+
+
+def test_serve_on_the_cluster_loses_nothing_when_a_node_dies_under_load(
+    head: tuple[str, int, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A second node joins; while it runs requests of `codeloop serve --cluster`, the
+    whole node (its raylet, object store and workers) is SIGKILLed. Every request still
+    gets its one right answer: Ray runs the lost tasks again elsewhere, or the server's
+    own pool does (`cluster.run_program`'s local rerun); none is wrong, none is an
+    error scored on the program, and the server keeps serving on the head alone."""
+    pytest.importorskip("fastapi")
+    import httpx
+
+    from codeloop.sandbox.cluster import connect_ray
+    from codeloop.serve.limits import Settings
+    from tests.support.serve import running
+
+    address, _group, secret = head
+    ray = connect_ray(address)
+    before = _ray_nodes()
+    slow = "import time\ntime.sleep(1)\na, b = map(int, input().split())\nprint(a + b)\n"
+    killed: list[int] = []
+    finished = threading.Event()
+
+    def one(http: httpx.Client, index: int) -> tuple[int, str]:
+        if index % 2:
+            body = {"language": "python", "program": slow, "cases": ADD}
+            found = http.post("/v1/check", json=body)
+            return found.status_code, found.json()["status"]
+        found = http.post("/run_code", json={"code": slow, "stdin": "2 3\n"})
+        answer = found.json()
+        return found.status_code, answer["status"] + ":" + answer["run_result"]["stdout"]
+
+    with _second_node(address, secret, tmp_path_factory.mktemp("node")) as node:
+        deadline = time.monotonic() + 60
+        while len(_ray_nodes() - before) < 1:
+            assert time.monotonic() < deadline, "the second node did not join in 60 s"
+            time.sleep(0.5)
+        [second] = _ray_nodes() - before
+
+        def killer() -> None:  # the whole node, once it runs a request
+            while not finished.is_set():
+                processes = _cluster_processes(node)
+                if _running_tasks(processes):
+                    for pid in processes:
+                        with contextlib.suppress(OSError):
+                            os.kill(pid, signal.SIGKILL)
+                    killed.extend(processes)
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=killer)
+        with (
+            running(Settings(cluster=address, max_in_flight=4)) as base,
+            httpx.Client(base_url=base, timeout=300) as http,
+        ):
+            thread.start()
+            try:
+                with ThreadPoolExecutor(4) as threads:
+                    answers = list(threads.map(lambda i: one(http, i), range(16)))
+            finally:
+                finished.set()
+                thread.join()
+            assert killed, "the second node ran no request"
+            assert answers == [(200, "Success:5\n"), (200, "passed")] * 8, answers
+            deadline = time.monotonic() + 120
+            while second in _ray_nodes():
+                assert time.monotonic() < deadline, "Ray did not see the node die in 120 s"
+                time.sleep(0.5)
+            after = [one(http, i) for i in range(2)]  # served on the head alone
+            assert after == [(200, "Success:5\n"), (200, "passed")], after
+    assert ray.is_initialized()
 
 
 def test_accept_takes_exactly_one_verdict_per_program_as_plain_data() -> None:
