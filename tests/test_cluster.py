@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -401,6 +402,21 @@ def test_serve_on_the_cluster_gives_the_local_pools_answers(cluster: str) -> Non
         assert ran["run_result"]["stdout"] == "c on a node\n"
 
 
+SLOW = "import time\ntime.sleep(1)\na, b = map(int, input().split())\nprint(a + b)\n"
+
+
+def _slow_request(http: Any, index: int) -> tuple[int, str]:
+    """One slow request to a server on the cluster, `/v1/check` for odd `index`es and
+    `/run_code` for even ones: its HTTP status and outcome."""
+    if index % 2:
+        body = {"language": "python", "program": SLOW, "cases": ADD}
+        found = http.post("/v1/check", json=body)
+        return found.status_code, found.json()["status"]
+    found = http.post("/run_code", json={"code": SLOW, "stdin": "2 3\n"})
+    answer = found.json()
+    return found.status_code, answer["status"] + ":" + answer["run_result"]["stdout"]
+
+
 def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
     cluster: str,
 ) -> None:
@@ -412,7 +428,6 @@ def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
     from codeloop.serve.limits import Settings
     from tests.support.serve import running
 
-    slow = "import time\ntime.sleep(1)\na, b = map(int, input().split())\nprint(a + b)\n"
     killed: list[int] = []
     finished = threading.Event()
 
@@ -426,15 +441,6 @@ def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
                 break
             time.sleep(0.05)
 
-    def one(http: httpx.Client, index: int) -> tuple[int, str]:
-        if index % 2:
-            body = {"language": "python", "program": slow, "cases": ADD}
-            found = http.post("/v1/check", json=body)
-            return found.status_code, found.json()["status"]
-        found = http.post("/run_code", json={"code": slow, "stdin": "2 3\n"})
-        answer = found.json()
-        return found.status_code, answer["status"] + ":" + answer["run_result"]["stdout"]
-
     thread = threading.Thread(target=killer)
     with (
         running(Settings(cluster=cluster, max_in_flight=2)) as base,
@@ -443,7 +449,7 @@ def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
         thread.start()
         try:
             with ThreadPoolExecutor(4) as threads:
-                answers = list(threads.map(lambda i: one(http, i), range(12)))
+                answers = list(threads.map(lambda i: _slow_request(http, i), range(12)))
         finally:
             finished.set()
             thread.join()
@@ -518,18 +524,8 @@ def test_serve_on_the_cluster_loses_nothing_when_a_node_dies_under_load(
     address, _group, secret = head
     ray = connect_ray(address)
     before = _ray_nodes()
-    slow = "import time\ntime.sleep(1)\na, b = map(int, input().split())\nprint(a + b)\n"
     killed: list[int] = []
     finished = threading.Event()
-
-    def one(http: httpx.Client, index: int) -> tuple[int, str]:
-        if index % 2:
-            body = {"language": "python", "program": slow, "cases": ADD}
-            found = http.post("/v1/check", json=body)
-            return found.status_code, found.json()["status"]
-        found = http.post("/run_code", json={"code": slow, "stdin": "2 3\n"})
-        answer = found.json()
-        return found.status_code, answer["status"] + ":" + answer["run_result"]["stdout"]
 
     with _second_node(address, secret, tmp_path_factory.mktemp("node")) as node:
         deadline = time.monotonic() + 60
@@ -557,7 +553,7 @@ def test_serve_on_the_cluster_loses_nothing_when_a_node_dies_under_load(
             thread.start()
             try:
                 with ThreadPoolExecutor(4) as threads:
-                    answers = list(threads.map(lambda i: one(http, i), range(16)))
+                    answers = list(threads.map(lambda i: _slow_request(http, i), range(16)))
             finally:
                 finished.set()
                 thread.join()
@@ -567,7 +563,7 @@ def test_serve_on_the_cluster_loses_nothing_when_a_node_dies_under_load(
             while second in _ray_nodes():
                 assert time.monotonic() < deadline, "Ray did not see the node die in 120 s"
                 time.sleep(0.5)
-            after = [one(http, i) for i in range(2)]  # served on the head alone
+            after = [_slow_request(http, i) for i in range(2)]  # served on the head alone
             assert after == [(200, "Success:5\n"), (200, "passed")], after
     assert ray.is_initialized()
 
