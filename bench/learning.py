@@ -26,12 +26,18 @@ points, pooled and per language.
 
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
                                        [--engine llamacpp] [--seed N] [--tiers 1,2]
-                                       [--resume]
+                                       [--resume] [--engine-set KEY=VALUE ...]
+                                       [--phases-only]
 
 `--resume` continues a session this script started (with its saved config) from its
 first unfinished round, up to `--rounds`; the scores it measured are kept in the
 session's bench-learning-scores.json, keyed by adapter sha256 and the held-out sets'
 hashes, so a resumed run measures only what it has not measured yet.
+
+`--engine-set weights=q8_0 --engine-set merge_adapter=true` changes engine settings
+of the preset (the entry states the weights and how adapters are applied), and
+`--phases-only` runs the loop's phases without this script's held-out evaluations:
+together they compare how long a round's phases take under two engine settings.
 
 `--engine` runs the preset with another engine kind (its other engine settings kept),
 for the loop and for this script's own evaluations alike. `--tiers 1,2` makes every
@@ -42,6 +48,7 @@ as the suites follow the session's tiers, a broader development set and audit).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -182,6 +189,31 @@ def phase_times(folder: Path, started: float, bench: list[tuple[float, float]]) 
     return ", ".join(parts) + f" (bench held-out evaluation {apart:.0f} s apart)"
 
 
+def engine_values(pairs: list[str]) -> dict[str, Any]:
+    """`--engine-set KEY=VALUE` pairs as engine settings: each value JSON where it
+    parses (true, 4, "x"), else the word itself (q8_0)."""
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, text = pair.partition("=")
+        if not equals or not key:
+            raise SystemExit(f"--engine-set {pair!r}: write KEY=VALUE, e.g. weights=q8_0")
+        try:
+            values[key] = json.loads(text)
+        except json.JSONDecodeError:
+            values[key] = text
+    return values
+
+
+def engine_stated(config: SessionConfig) -> str:
+    """The engine settings a round's speed depends on, as the entry states them."""
+    engine = config.engine
+    if engine.kind != "llamacpp":
+        return f"engine {engine.kind}"
+    weights = engine.weights or ("q8_0" if engine.merge_adapter else "as the file")
+    adapters = "merged" if engine.merge_adapter else "at run time"
+    return f"engine llamacpp (weights {weights}, adapters {adapters})"
+
+
 def curriculum_tiers(config: SessionConfig) -> str:
     """The tiers the session's curriculum sources draw from, as the entry states them."""
     tiers = sorted(
@@ -206,6 +238,20 @@ def main() -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue --session from its first unfinished round"
     )
+    parser.add_argument(
+        "--engine-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one engine setting of the preset (a JSON value or a word), e.g. "
+        "weights=q8_0 or merge_adapter=true; repeatable",
+    )
+    parser.add_argument(
+        "--phases-only",
+        action="store_true",
+        help="the loop's own phases, outcome and phase times only: none of this script's "
+        "held-out evaluations (for comparing how long a round takes under two settings)",
+    )
     args = parser.parse_args()
     root = Path(__file__).resolve().parent.parent
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
@@ -221,6 +267,8 @@ def main() -> None:
         preset = load_preset(args.preset)
         if args.engine:
             preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
+        if args.engine_set:
+            preset = with_values(preset, {"engine": engine_values(args.engine_set)}, "--engine-set")
         data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
         if args.seed is not None:
             data["seed"] = args.seed
@@ -274,8 +322,9 @@ def main() -> None:
 
     held_total = len(held)
     base_measuring = time.time()
-    base = measure(None)
-    base_clean = measure_clean(None)
+    if not args.phases_only:
+        base = measure(None)
+        base_clean = measure_clean(None)
     base_window = (base_measuring, time.time())
     for number in range(finished + 1, args.rounds + 1):
         first = number == finished + 1
@@ -293,20 +342,13 @@ def main() -> None:
                 )
         measuring = time.time()
         weights = folder / "adapter" / "adapter_model.safetensors"
-        candidate = measure(folder / "adapter") if weights.exists() else None
+        candidate = (
+            measure(folder / "adapter") if weights.exists() and not args.phases_only else None
+        )
         evaluated = time.time()
         windows = [base_window, (measuring, evaluated)] if first else [(measuring, evaluated)]
         rest = ["run", "--session", str(session), "--rounds", str(number)]
         subprocess.run([sys.executable, "-m", "codeloop", *rest], check=True, env=env)
-        retained = store.read(paths.status).get("retained_adapter")
-        dev_score, held_score = measure(session / retained if retained else None)
-        clean_passed = measure_clean(session / retained if retained else None)
-        gain = holdout.paired_interval(base_clean, clean_passed)
-        unlike = non_kin_gain(clean_tasks, base_clean, clean_passed)
-        interval = (
-            f"{gain['level']:.0%} paired bootstrap interval over problems "
-            f"[{gain['low']:+.1f}, {gain['high']:+.1f}]"
-        )
         exported = store.read(folder / "export.json")
         finish = store.read(folder / "finish.json")
         training = store.read(folder / "adapter" / "training.json", None)
@@ -317,30 +359,13 @@ def main() -> None:
         )
         audit = store.read(folder / "audit-candidate" / "summary.json", None)
         lines = [
-            f"session {session.name}, preset {args.preset}, engine {config.engine.kind}, "
+            f"session {session.name}, preset {args.preset}, {engine_stated(config)}, "
             f"seed {config.seed}, curriculum tiers {curriculum_tiers(config)}, "
             f"round {number}: "
             f"**{finish['decision']}**",
             "",
-            f"- retained model, held-out pass@1, fixed development set "
-            f"({sum(c[1] for c in dev_score.values())} tasks, never trained on): "
-            f"{pooled(dev_score):.1f}% (base {pooled(base[0]):.1f}%); "
-            f"{cells(dev_score, languages)}",
-            f"- retained model, held-out pass@1, non-curriculum problems ({held_total} tasks): "
-            f"{pooled(held_score):.1f}% (base {pooled(base[1]):.1f}%); "
-            f"{cells(held_score, languages)}",
-            f"- retained model, clean held-out test pass@1 (bench/holdout.py, "
-            f"{len(clean_tasks)} tasks, never used for tuning or selection): "
-            f"{clean(clean_passed)} (base {clean(base_clean)}); gain {gain['difference']:+.1f} "
-            f"points, {interval}; {unlike}; {cells(tally(clean_tasks, clean_passed), languages)}",
-            "- this round's candidate, held-out pass@1: "
-            + (
-                f"fixed development set {pooled(candidate[0]):.1f}% "
-                f"({cells(candidate[0], languages)}); non-curriculum "
-                f"{pooled(candidate[1]):.1f}% ({cells(candidate[1], languages)})"
-                if candidate
-                else "no candidate (not trained)"
-            ),
+        ]
+        outcome = [
             "- audit pass@1 (candidate): "
             + (
                 f"{audit['passed']}/{audit['total']} (macro {audit['macro_pass_at_1']:.3f})"
@@ -352,22 +377,59 @@ def main() -> None:
             f"- train loss first -> last: {loss}",
             f"- wall seconds per phase: {phase_times(folder, started, windows)}",
         ]
-        # every round, so that a run stopped early still states its gain so far
-        gain_dev = pooled(dev_score) - pooled(base[0])
-        gain_held = pooled(held_score) - pooled(base[1])
-        per_language = " ".join(
-            f"{lang}={100 * (held_score[lang][0] - base[1][lang][0]) / held_score[lang][1]:+.0f}"
-            for lang in languages
-        )
-        lines += [
-            "",
-            f"Held-out gain over the base model after {number} rounds: "
-            f"{gain_dev:+.1f} points on the fixed development set, "
-            f"{gain_held:+.1f} points on the non-curriculum problems "
-            f"(per language, points: {per_language}), "
-            f"{gain['difference']:+.1f} points on the clean held-out test ({interval}), "
-            f"{unlike}.",
-        ]
+        if args.phases_only:
+            lines += outcome
+            lines.append("\n(`--phases-only`: no held-out evaluation by this script.)")
+        else:
+            retained = store.read(paths.status).get("retained_adapter")
+            dev_score, held_score = measure(session / retained if retained else None)
+            clean_passed = measure_clean(session / retained if retained else None)
+            gain = holdout.paired_interval(base_clean, clean_passed)
+            unlike = non_kin_gain(clean_tasks, base_clean, clean_passed)
+            interval = (
+                f"{gain['level']:.0%} paired bootstrap interval over problems "
+                f"[{gain['low']:+.1f}, {gain['high']:+.1f}]"
+            )
+            lines += [
+                f"- retained model, held-out pass@1, fixed development set "
+                f"({sum(c[1] for c in dev_score.values())} tasks, never trained on): "
+                f"{pooled(dev_score):.1f}% (base {pooled(base[0]):.1f}%); "
+                f"{cells(dev_score, languages)}",
+                f"- retained model, held-out pass@1, non-curriculum problems "
+                f"({held_total} tasks): {pooled(held_score):.1f}% "
+                f"(base {pooled(base[1]):.1f}%); {cells(held_score, languages)}",
+                f"- retained model, clean held-out test pass@1 (bench/holdout.py, "
+                f"{len(clean_tasks)} tasks, never used for tuning or selection): "
+                f"{clean(clean_passed)} (base {clean(base_clean)}); gain "
+                f"{gain['difference']:+.1f} points, {interval}; {unlike}; "
+                f"{cells(tally(clean_tasks, clean_passed), languages)}",
+                "- this round's candidate, held-out pass@1: "
+                + (
+                    f"fixed development set {pooled(candidate[0]):.1f}% "
+                    f"({cells(candidate[0], languages)}); non-curriculum "
+                    f"{pooled(candidate[1]):.1f}% ({cells(candidate[1], languages)})"
+                    if candidate
+                    else "no candidate (not trained)"
+                ),
+                *outcome,
+            ]
+            # every round, so that a run stopped early still states its gain so far
+            gain_dev = pooled(dev_score) - pooled(base[0])
+            gain_held = pooled(held_score) - pooled(base[1])
+            per_language = " ".join(
+                f"{lang}="
+                f"{100 * (held_score[lang][0] - base[1][lang][0]) / held_score[lang][1]:+.0f}"
+                for lang in languages
+            )
+            lines += [
+                "",
+                f"Held-out gain over the base model after {number} rounds: "
+                f"{gain_dev:+.1f} points on the fixed development set, "
+                f"{gain_held:+.1f} points on the non-curriculum problems "
+                f"(per language, points: {per_language}), "
+                f"{gain['difference']:+.1f} points on the clean held-out test ({interval}), "
+                f"{unlike}.",
+            ]
         record(
             f"Learning on {args.preset}, round {number} of {args.rounds} (bench/learning.py)", lines
         )
