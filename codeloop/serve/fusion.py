@@ -24,7 +24,7 @@ null rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -44,9 +44,18 @@ from codeloop.serve.limits import (
     check_size,
     send_json,
 )
+from codeloop.serve.metrics import Metrics
 
-if TYPE_CHECKING:
-    from codeloop.serve.app import Service
+
+class Service(Protocol):
+    """What `/run_code` needs of the app's `app.Service` (named here, not imported:
+    `app` imports this module)."""
+
+    settings: Settings
+    metrics: Metrics
+
+    async def run_program(self, log: dict, wanted: RunRequest) -> ProgramRun: ...
+
 
 LANGUAGES: dict[str, str] = {
     name: language.name
