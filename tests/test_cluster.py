@@ -417,6 +417,21 @@ def _slow_request(http: Any, index: int) -> tuple[int, str]:
     return found.status_code, answer["status"] + ":" + answer["run_result"]["stdout"]
 
 
+def _slow_requests_while(
+    http: Any, count: int, killer: Any, finished: threading.Event
+) -> list[tuple[int, str]]:
+    """`count` slow requests from 4 threads while `killer` runs in a thread of its own;
+    `finished` is set (and the killer waited for) when they are answered."""
+    thread = threading.Thread(target=killer)
+    thread.start()
+    try:
+        with ThreadPoolExecutor(4) as threads:
+            return list(threads.map(lambda i: _slow_request(http, i), range(count)))
+    finally:
+        finished.set()
+        thread.join()
+
+
 def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
     cluster: str,
 ) -> None:
@@ -441,18 +456,11 @@ def test_serve_on_the_cluster_loses_nothing_when_ray_workers_die_under_load(
                 break
             time.sleep(0.05)
 
-    thread = threading.Thread(target=killer)
     with (
         running(Settings(cluster=cluster, max_in_flight=2)) as base,
         httpx.Client(base_url=base, timeout=300) as http,
     ):
-        thread.start()
-        try:
-            with ThreadPoolExecutor(4) as threads:
-                answers = list(threads.map(lambda i: _slow_request(http, i), range(12)))
-        finally:
-            finished.set()
-            thread.join()
+        answers = _slow_requests_while(http, 12, killer, finished)
     assert killed, "no Ray worker was seen to kill"
     assert answers == [(200, "Success:5\n"), (200, "passed")] * 6, answers
 
@@ -545,18 +553,11 @@ def test_serve_on_the_cluster_loses_nothing_when_a_node_dies_under_load(
                     return
                 time.sleep(0.05)
 
-        thread = threading.Thread(target=killer)
         with (
             running(Settings(cluster=address, max_in_flight=4)) as base,
             httpx.Client(base_url=base, timeout=300) as http,
         ):
-            thread.start()
-            try:
-                with ThreadPoolExecutor(4) as threads:
-                    answers = list(threads.map(lambda i: _slow_request(http, i), range(16)))
-            finally:
-                finished.set()
-                thread.join()
+            answers = _slow_requests_while(http, 16, killer, finished)
             assert killed, "the second node ran no request"
             assert answers == [(200, "Success:5\n"), (200, "passed")] * 8, answers
             deadline = time.monotonic() + 120
