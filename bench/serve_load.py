@@ -233,6 +233,8 @@ class Server:
             command += ["--http", "h11", "--loop", "asyncio"]
         if stack == "routed":  # every /run_code through FastAPI's route (serve.fusion)
             command += ["--routed-run-code"]
+        if stack == "threads":  # a thread per request waits on a worker (sandbox.pool)
+            command += ["--thread-workers"]
         env = {**os.environ, "CODELOOP_SERVE_TOKEN": self.token}
         self.process = subprocess.Popen(
             command,
@@ -358,7 +360,8 @@ async def send_all(
 
         async def post(connection: Connection, index: int) -> tuple[int, Any, str | None]:
             if kind == "raw":
-                code, content, rid = await asyncio.wait_for(connection.post(bodies[index]), 120)
+                async with asyncio.timeout(120):  # no task per request, as wait_for makes
+                    code, content, rid = await connection.post(bodies[index])
                 body = json.loads(content) if code in (200, 504) else content[:200]
                 return code, body, rid
             answer = await client.post(
@@ -455,10 +458,29 @@ def interleaved(
         for path in ("http", "direct") if number % 2 == 0 else ("direct", "http"):
             if path == "http":
                 sent = send_all(server, jobs, clients, left(), args.client, block)
-                merge(http, asyncio.run(sent))
+                merge(http, run_loop(sent))
             else:
                 merge(pool, direct(jobs, min(clients, workers), workers, left(), block))
     return http, pool
+
+
+def client_loop() -> str:
+    """The load generator's event loop (`run_loop`)."""
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio's loop"
+    return f"uvloop {uvloop.__version__}"
+
+
+def run_loop(coroutine: Any) -> Any:
+    """`coroutine` on uvloop where installed (the load generator's own CPU is taken
+    from the 2 cores the server is measured on), else on asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
 
 
 # --- what came back --------------------------------------------------------------------
@@ -551,14 +573,14 @@ def run_one(args: argparse.Namespace, clients: int, workers: int) -> dict[str, A
             if (job.language, job.code) not in seen:
                 seen.add((job.language, job.code))
                 warm += [job, job]
-        asyncio.run(send_all(server, warm, workers, left(), args.client))
+        run_loop(send_all(server, warm, workers, left(), args.client))
         direct(warm, workers, workers, left())
         mem_start = memory(server.process.pid)
         before = server.metric("codeloop_serve_requests_total")
         http, pool = interleaved(server, jobs, clients, workers, args.blocks, args, left)
         mem_end = memory(server.process.pid)
         after = server.metric("codeloop_serve_requests_total")
-        multi = asyncio.run(send_all(server, problems, clients, left(), args.client))
+        multi = run_loop(send_all(server, problems, clients, left(), args.client))
         fault = faults(server, args, clients, left) if args.kill_every > 0 else None
         counted = {
             re.sub(r'.*code="([^"]*)".*', r"\1", labels): after[labels] - before.get(labels, 0)
@@ -649,7 +671,7 @@ def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) ->
     jobs = make_jobs(args.fault_requests, args.languages, seed=clients + 2)
     killed = [0]
     with killing(server, args.kill_every, killed):
-        phase = asyncio.run(send_all(server, jobs, clients, left(), args.client))
+        phase = run_loop(send_all(server, jobs, clients, left(), args.client))
     kinds = classify(jobs, phase)
     # As verl does with a 504: each environment error sent again, up to 3 times in all,
     # while the workers are still being killed.
@@ -660,9 +682,9 @@ def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) ->
             break
         with killing(server, args.kill_every, killed):
             sent = send_all(server, jobs, min(clients, len(again)), left(), args.client, again)
-            retried.update(asyncio.run(sent).answers)
+            retried.update(run_loop(sent).answers)
     final = classify(jobs, Phase(answers=retried))
-    after = asyncio.run(send_all(server, jobs[:20], min(clients, 20), left(), args.client))
+    after = run_loop(send_all(server, jobs[:20], min(clients, 20), left(), args.client))
     return {
         "sent": len(jobs),
         "killed": killed[0],
@@ -677,8 +699,8 @@ def setting_of(result: dict[str, Any]) -> str:
     """How the run's server was set: its warm Python sandbox and its HTTP stack."""
     if result["stack"] == "plain":
         return f"warm {result['warm']}, h11 + asyncio"
-    routed = ", routed" if result["stack"] == "routed" else ""
-    return f"warm {result['warm']}, {parser()} + {event_loop()}{routed}"
+    how = {"routed": ", routed", "threads": ", thread workers"}.get(result["stack"], "")
+    return f"warm {result['warm']}, {parser()} + {event_loop()}{how}"
 
 
 def main() -> None:
@@ -697,8 +719,10 @@ def main() -> None:
         "--stack",
         default="auto",
         help="the server's HTTP stack: auto (httptools and uvloop where installed), plain "
-        "(h11 and asyncio) or routed (auto, each /run_code through FastAPI's route: "
-        "--routed-run-code); a list (auto,routed) runs each clients value each way, side by side",
+        "(h11 and asyncio), routed (auto, each /run_code through FastAPI's route: "
+        "--routed-run-code) or threads (auto, a thread per request waits on a sandbox "
+        "worker: --thread-workers); a list (auto,threads) runs each clients value each way, "
+        "side by side",
     )
     parser.add_argument(
         "--kill-every",
@@ -728,8 +752,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.languages = [name.strip() for name in args.languages.split(",") if name.strip()]
-    if set(args.stack.split(",")) - {"auto", "plain", "routed"}:
-        parser.error("--stack: auto, plain, routed or a list of them (auto,routed)")
+    if set(args.stack.split(",")) - {"auto", "plain", "routed", "threads"}:
+        parser.error("--stack: auto, plain, routed, threads or a list of them (auto,threads)")
     if args.blocks < 1 or not 0 <= args.fault_requests <= MAX_REQUESTS:
         parser.error(f"--blocks: at least 1; --fault-requests: 0 to {MAX_REQUESTS}")
     if 0 < args.kill_every < 0.1:
@@ -764,8 +788,9 @@ def main() -> None:
         "(started by the script, `--max-waiting` = clients unless given); direct: the same "
         "requests (`fusion.run_request`) through `sandbox.run_program` from as many threads as "
         f"the pool has workers. The two paths alternate over {args.blocks} blocks of the "
-        "requests (HTTP first in even blocks), each path's wall the sum of its blocks'. The client runs on the same 2 cores as the server. Latency is "
-        "the client's, queueing included.",
+        "requests (HTTP first in even blocks), each path's wall the sum of its blocks'. The "
+        f"client runs on the same {cores} cores as the server, on {client_loop()}. Latency "
+        "is the client's, queueing included.",
         "",
         "| clients | path | requests | answered once | lost / duplicated | right output | "
         "statuses | wall s | requests/s | p50 ms | p99 ms |",

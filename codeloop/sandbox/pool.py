@@ -245,14 +245,21 @@ def get_pool(backend: str = "bwrap", workers: int | None = None) -> WorkerPool:
     with _lock:
         if key not in _pools:
             _pools[key] = WorkerPool(*key)
-            if backend != "bwrap" and backend not in _announced:
-                _announced.add(backend)
-                print(
-                    f"codeloop sandbox: WEAKER backend '{backend}' chosen in the config: programs "
-                    "run without namespace isolation (rlimits, uid and cgroups only)",
-                    file=sys.stderr,
-                )
-        return _pools[key]
+    announce_backend(backend)
+    return _pools[key]
+
+
+def announce_backend(backend: str) -> None:
+    """Say once per process on stderr that `backend` is weaker than bwrap (if it is)."""
+    with _lock:
+        if backend == "bwrap" or backend in _announced:
+            return
+        _announced.add(backend)
+    print(
+        f"codeloop sandbox: WEAKER backend '{backend}' chosen in the config: programs "
+        "run without namespace isolation (rlimits, uid and cgroups only)",
+        file=sys.stderr,
+    )
 
 
 def describe(backend: str = "bwrap") -> str:
@@ -285,6 +292,12 @@ def check_one(
     """Check one request on a free worker of this machine's pool; unlike `check_many`,
     safe to call from many threads at once (each call holds its worker alone)."""
     answer = get_pool(backend, workers).call({"request": request.model_dump(mode="json")})
+    return checked(answer, backend)
+
+
+def checked(answer: dict | None, backend: str) -> Check:
+    """The Check in a worker's answer to a check; None (the worker died twice): an
+    environment error."""
     if answer is None:
         return Check(
             status="environment_error", backend=backend, feedback=WORKER_DIED.format(what="check")
@@ -299,7 +312,12 @@ def run_program(
     machine's pool, and return what it printed (`Sandbox.run_program`); safe to call
     from many threads at once."""
     message = {"op": "run", "request": request.model_dump(mode="json")}
-    answer = get_pool(backend, workers).call(message)
+    return program_run(get_pool(backend, workers).call(message), backend)
+
+
+def program_run(answer: dict | None, backend: str) -> ProgramRun:
+    """The ProgramRun in a worker's answer to a run; None (the worker died twice): an
+    environment error."""
     if answer is None:
         died = Step(status="environment_error", stderr=WORKER_DIED.format(what="run"))
         return ProgramRun(run=died, backend=backend)

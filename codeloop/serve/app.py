@@ -5,11 +5,12 @@ bearer token, then the body's size and arrival time) and `fusion.FastRunCode` (a
 well-formed `/run_code` answered without FastAPI's layers).
 
 Sandbox work leaves the event loop through `Service`: a slot of the bounded queue
-(`Gate`), then a thread of its own pool that hands the request to a free sandbox worker
-(`sandbox.pool.run_program`, `check_one`), or with `Settings.cluster` a Ray task on a
-node of that cluster, checked there by the node's own worker pool
-(`sandbox.cluster.run_program`, `check_many`). Programs only ever run in those workers'
-sandboxes, never in this process.
+(`Gate`), then the next free sandbox worker, fed from the loop itself
+(`sandbox.async_pool`; with `Settings.async_workers` False, a thread of the server's
+own that waits on `sandbox.pool.run_program`, `check_one`), or with `Settings.cluster`
+a Ray task on a node of that cluster, checked there by the node's own worker pool
+(`sandbox.cluster.run_program`, `check_many`, from a thread). Programs only ever run in
+those workers' sandboxes, never in this process.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from codeloop import __version__
 from codeloop.sandbox import cluster, pool
+from codeloop.sandbox.async_pool import AsyncWorkerPool
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
 from codeloop.serve import fusion, native
 from codeloop.serve.limits import ASGIApp, Gate, Guard, Receive, Refused, Scope, Send, Settings
@@ -39,13 +41,16 @@ log = logging.getLogger("codeloop.serve")
 
 
 class Service:
-    """The server's state: its settings, queue, metrics and the threads that wait on the
-    sandbox workers (started and stopped with the app's lifespan)."""
+    """The server's state: its settings, queue, metrics, and the sandbox workers it
+    feeds or the threads that wait on them (started and stopped with the app's
+    lifespan)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.gate = Gate(settings.slots, settings.max_waiting, settings.queue_timeout_s)
         self.executor: ThreadPoolExecutor | None = None
+        self.workers: AsyncWorkerPool | None = None
+        """This machine's workers, fed from the loop (`Settings.async_workers`)."""
         self.metrics = Metrics(
             {
                 "codeloop_serve_queue_depth": (
@@ -63,18 +68,27 @@ class Service:
             }
         )
 
-    async def _in_sandbox(self, log: dict | None, work: Callable[[], T]) -> T:
-        """`work` in a thread of the pool once a slot is free (the request's access line,
-        `log`, gets the wait; a batch's items, `log` None, share one line)."""
+    @contextlib.asynccontextmanager
+    async def _slot(self, log: dict | None) -> AsyncIterator[None]:
+        """A slot of the bounded queue for the block (the request's access line, `log`,
+        gets the wait; a batch's items, `log` None, share one line)."""
         if self.executor is None:
             raise Refused(503, "the server is not running (its lifespan has not started)")
         async with self.gate.slot() as waited:
             if log is not None:
                 log["queue_ms"] = round(waited * 1000, 1)
+            yield
+
+    async def _in_thread(self, log: dict | None, work: Callable[[], T]) -> T:
+        """`work` in a thread of the server's pool once a slot is free."""
+        async with self._slot(log):
             return await asyncio.get_running_loop().run_in_executor(self.executor, work)
 
     async def run_program(self, log: dict, wanted: RunRequest) -> ProgramRun:
         settings = self.settings
+        if self.workers is not None:
+            async with self._slot(log):
+                return await self.workers.run_program(wanted)
         if settings.cluster:
             work = functools.partial(
                 cluster.run_program, wanted, address=settings.cluster, backend=settings.backend
@@ -83,10 +97,14 @@ class Service:
             work = functools.partial(
                 pool.run_program, wanted, workers=settings.workers, backend=settings.backend
             )
-        return await self._in_sandbox(log, work)
+        return await self._in_thread(log, work)
 
     async def check(self, request: Request | None, wanted: CheckRequest) -> Check:
         settings = self.settings
+        log = request.state.log if request else None
+        if self.workers is not None:
+            async with self._slot(log):
+                return await self.workers.check_one(wanted)
         if settings.cluster:
             address, backend = settings.cluster, settings.backend
 
@@ -98,7 +116,7 @@ class Service:
             work = functools.partial(
                 pool.check_one, wanted, workers=settings.workers, backend=settings.backend
             )
-        return await self._in_sandbox(request.state.log if request else None, work)
+        return await self._in_thread(log, work)
 
 
 async def _refused(_request: Request, error: Exception) -> JSONResponse:
@@ -141,6 +159,11 @@ def create_app(settings: Settings) -> Front:
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         service.executor = ThreadPoolExecutor(settings.slots, thread_name_prefix="codeloop-serve")
+        if settings.async_workers and not settings.cluster:
+            service.workers = AsyncWorkerPool(
+                settings.backend, settings.workers or pool.default_workers()
+            )
+            await service.workers.start()
         if settings.cluster:  # once, before any request thread would race to connect
             await asyncio.get_running_loop().run_in_executor(
                 service.executor, cluster.connect_ray, settings.cluster
@@ -161,6 +184,9 @@ def create_app(settings: Settings) -> Front:
         finally:
             executor, service.executor = service.executor, None
             executor.shutdown(wait=True, cancel_futures=True)
+            if service.workers is not None:
+                workers, service.workers = service.workers, None
+                await workers.stop()
             log.info("drained: no request in the sandbox")
 
     app = FastAPI(

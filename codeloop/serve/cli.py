@@ -81,6 +81,12 @@ FAST_RUN_CODE = typer.Option(
     help="Answer a well-formed /run_code past FastAPI's routing and encoding (the same "
     "answer, less server CPU); --routed-run-code sends each through FastAPI, to compare.",
 )
+ASYNC_WORKERS = typer.Option(
+    True,
+    "--async-workers/--thread-workers",
+    help="Feed the sandbox workers from the event loop (less server CPU, no idle worker "
+    "between requests); --thread-workers waits on each from a thread, to compare.",
+)
 
 
 def serve(
@@ -132,6 +138,7 @@ def serve(
     http: str = HTTP_PARSER,
     loop: str = EVENT_LOOP,
     fast_run_code: bool = FAST_RUN_CODE,
+    async_workers: bool = ASYNC_WORKERS,
 ) -> None:
     """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
     token = resolve_token(host, token_file, no_auth, os.environ)
@@ -153,6 +160,7 @@ def serve(
         max_body_bytes=int(max_body_mib * (1 << 20)),
         sandbox_error_http=sandbox_error_http,
         fast_run_code=fast_run_code,
+        async_workers=async_workers,
     )
     _run(settings, host, port, max_connections, drain_timeout, http, loop)
 

@@ -80,6 +80,10 @@ class Settings:
     fast_run_code: bool = True
     """Answer a well-formed `/run_code` past FastAPI's layers (`fusion.FastRunCode`);
     False sends every request through the FastAPI route, for comparison."""
+    async_workers: bool = True
+    """Reach this machine's sandbox workers from the event loop (`sandbox.async_pool`);
+    False: a thread per request waits on `sandbox.pool`'s, for comparison. A cluster
+    is always reached from threads (Ray's calls block)."""
 
     @property
     def slots(self) -> int:
