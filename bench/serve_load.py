@@ -662,6 +662,19 @@ def classify(jobs: list[Job], phase: Phase) -> collections.Counter[str]:
     return kinds
 
 
+def described(outcome: Outcome) -> str:
+    """A wrong answer in a few words: what a fault run names beside its count."""
+    body = outcome.body
+    if not isinstance(body, dict):
+        return f"{outcome.status} after {outcome.seconds:.0f} s {str(body or '')[:80]}".strip()
+    run = body.get("run_result") or {}
+    return (
+        f"{outcome.status} {body.get('status')}: run {run.get('status')}, exit "
+        f"{run.get('return_code')}, stdout {str(run.get('stdout'))[:40]!r}, "
+        f"{str(body.get('message') or run.get('stderr') or '')[:80]!r}"
+    )
+
+
 def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) -> dict[str, Any]:
     """`--fault-requests` more requests while every sandbox worker of the server is
     SIGKILLed each `--kill-every` seconds. Each answer is right, an environment error
@@ -684,12 +697,20 @@ def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) ->
             sent = send_all(server, jobs, min(clients, len(again)), left(), args.client, again)
             retried.update(run_loop(sent).answers)
     final = classify(jobs, Phase(answers=retried))
+    wrong = collections.Counter(
+        described(outcomes[0])
+        for index, outcomes in retried.items()
+        if len(outcomes) == 1
+        and not right(jobs[index], outcomes[0])
+        and not environmental(outcomes[0])
+    )
     after = run_loop(send_all(server, jobs[:20], min(clients, 20), left(), args.client))
     return {
         "sent": len(jobs),
         "killed": killed[0],
         "kinds": kinds,
         "final": final,
+        "wrong": wrong,
         "wall": phase.wall,
         "serving_after": sum(right(jobs[i], o[0]) for i, o in after.answers.items() if o),
     }
@@ -883,6 +904,11 @@ def main() -> None:
                     f"{kinds['wrong']} | {kinds['lost']} | {kinds['duplicated']} | "
                     f"{final['right']}, {final['environment error']}, {final['wrong']} | "
                     f"{fault['wall']:.1f} | {fault['serving_after']}/20 |"
+                )
+        for result in results:
+            for what, count in sorted((result["faults"] or {}).get("wrong", {}).items()):
+                lines.append(
+                    f"- wrong after retries, {result['clients']} clients: {count} x {what}"
                 )
     record(f"bench/serve_load.py: `codeloop serve` /run_code under load ({languages})", lines)
 

@@ -138,3 +138,33 @@ def test_bad_settings_are_refused_before_anything_starts() -> None:
         AsyncWorkerPool("bwrap", 0)
     with pytest.raises(RuntimeError, match="not started"):
         asyncio.run(AsyncWorkerPool("bwrap", 1).call({"op": "describe"}))
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_worker_whose_pipe_is_gone_is_replaced_on_either_loop(loop: str) -> None:
+    """uvloop raises RuntimeError (not OSError) on writing to a pipe its worker's exit
+    closed; the request must still be answered, and the worker's driver live on."""
+
+    async def go() -> list[str]:
+        pool = await started(1)
+        try:
+            outputs = []
+            for text in ("one", "two", "three"):
+                worker = pool.processes[0]
+                assert worker is not None and worker.stdin is not None
+                worker.stdin.close()  # its next request finds the pipe closed
+                await asyncio.sleep(0.2)
+                async with asyncio.timeout(60):  # a dead driver answers never: fail, not hang
+                    answer = await pool.run_program(program(f"print('{text}')"))
+                outputs.append(answer.run.stdout)
+            assert not any(driver.done() for driver in pool._drivers)
+            return outputs
+        finally:
+            await pool.stop()
+
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        found = uvloop.run(go())
+    else:
+        found = asyncio.run(go())
+    assert found == ["one\n", "two\n", "three\n"]

@@ -21,11 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import sys
 from dataclasses import dataclass
 
 from codeloop.sandbox.pool import WORKER_MODULE, announce_backend, checked, program_run
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
+
+log = logging.getLogger("codeloop.sandbox")
 
 LINE_LIMIT = 1 << 30
 """The longest answer line read from a worker (asyncio's default, 64 KiB, is shorter
@@ -137,7 +140,10 @@ class AsyncWorkerPool:
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            await process.wait()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:  # reaped by the loop's child watcher whenever it exits
+                log.warning("sandbox worker %d (pid %d) did not exit", index, process.pid)
 
     async def _exchange(self, index: int, line: bytes) -> dict | None:
         """One request to worker `index` (started again if it is gone) and its answer;
@@ -151,7 +157,9 @@ class AsyncWorkerPool:
             process.stdin.write(line)
             await process.stdin.drain()
             answer = await process.stdout.readline()
-        except (OSError, ValueError):  # a closed pipe; a line past LINE_LIMIT
+        except (OSError, RuntimeError, ValueError):
+            # A closed pipe: OSError (asyncio's loop) or RuntimeError (uvloop's, once the
+            # worker's exit closed it); ValueError: a line past LINE_LIMIT.
             answer = b""
         if not answer.endswith(b"\n"):
             with contextlib.suppress(ProcessLookupError):
@@ -167,9 +175,16 @@ class AsyncWorkerPool:
             if job.answer.done():  # its caller gave up before a worker took it
                 continue
             self._taken[index] = job
-            answer = await self._exchange(index, job.line)
-            if answer is None:  # the worker died: once more, on a fresh one
+            try:
                 answer = await self._exchange(index, job.line)
+                if answer is None:  # the worker died: once more, on a fresh one
+                    answer = await self._exchange(index, job.line)
+            except Exception:  # a worker that cannot be started: this request's fault
+                # is the sandbox's (None, an environment error); the driver goes on
+                log.exception("sandbox worker %d failed", index)
+                with contextlib.suppress(Exception):
+                    await self._end(index)
+                answer = None
             self._taken[index] = None
             if not job.answer.done():
                 job.answer.set_result(answer)
