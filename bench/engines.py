@@ -46,6 +46,18 @@ which on a CPU with AMX packs the tied embedding a second time (the engine keeps
 once, `codeloop.engines.llamacpp_placement`); the row prices that memory in speed."""
 
 
+PLACEMENTS = {
+    "bind": {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"},
+    "passive": {"OMP_WAIT_POLICY": "passive"},
+    "active": {"OMP_WAIT_POLICY": "active"},
+}
+"""`--placement NAME` adds a llamacpp@NAME row at batch 8: llamacpp (the preset's
+weights, run-time LoRA) with these OpenMP settings in its process's environment, read
+by libgomp when llama.cpp starts its threads. bind: each of llama.cpp's threads pinned
+to a core of its own; passive: threads that wait for the next graph sleep at once;
+active: they spin. Unset: libgomp's defaults (unbound; spin a while, then sleep)."""
+
+
 def bench_tasks(count: int) -> list:
     """`count` tier-1 dev tasks of the cpu-demo split, the languages taken in turn."""
     from prompts import dev_tasks  # bench/prompts.py
@@ -182,7 +194,7 @@ def worker(args: argparse.Namespace) -> None:
     else:
         from codeloop.engines.llamacpp import LlamaCppEngine
 
-        merged = re.fullmatch(r"llamacpp-(\w+)-merged", args.worker)
+        merged = re.fullmatch(r"llamacpp-(\w+)-merged", args.worker.split("@")[0])
         engine = LlamaCppEngine(
             EngineConfig(
                 kind="llamacpp",
@@ -285,6 +297,12 @@ def main() -> None:
         default="q8_0",
         help="weight types of the merged-adapter llamacpp rows, comma-separated ('': none)",
     )
+    parser.add_argument(
+        "--placement",
+        default="",
+        help=f"llamacpp@NAME rows at batch 8, comma-separated: {', '.join(PLACEMENTS)} "
+        "(OpenMP thread placement and waiting; see PLACEMENTS)",
+    )
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
@@ -295,11 +313,15 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
+    unknown = set(filter(None, args.placement.split(","))) - set(PLACEMENTS)
+    if unknown:
+        parser.error(f"--placement: unknown {sorted(unknown)}; known: {', '.join(PLACEMENTS)}")
     rows = ROWS + [
         (f"llamacpp-{kind}-merged", batch)
         for kind in filter(None, args.merged.split(","))
         for batch in (8, 16)
     ]
+    rows += [(f"llamacpp@{name}", 8) for name in filter(None, args.placement.split(","))]
     every = bench_tasks(2 * args.prompts)
     tasks, warmup = every[: args.prompts], every[args.prompts :]
     trained = args.adapter is None
@@ -310,7 +332,8 @@ def main() -> None:
             out = Path(scratch) / f"{engine}-{batch}.json"
             command = [sys.executable, __file__, "--worker", engine, "--batch", str(batch)]
             command += ["--job", str(job), "--out", str(out)]
-            subprocess.run(command, check=True)
+            placement = PLACEMENTS.get(engine.partition("@")[2], {})
+            subprocess.run(command, check=True, env={**os.environ, **placement})
             measured[(engine, batch)] = json.loads(out.read_text())
     lines = [
         "| engine | batch | adapter | useful tok/s | tokens | seconds | vs hf batch 8 "
@@ -365,7 +388,13 @@ def main() -> None:
         "same call again with that cache emptied (same answers, checked). "
         "llamacpp-packed: llama.cpp's own weight placement, which on a CPU with AMX packs "
         "the tied embedding a second time for the output projection (llamacpp keeps it "
-        "once and reads it from the mapped file).",
+        "once and reads it from the mapped file)."
+        + "".join(
+            f" llamacpp@{name}: llamacpp with "
+            + ", ".join(f"{key}={value}" for key, value in PLACEMENTS[name].items())
+            + "."
+            for name in filter(None, args.placement.split(","))
+        ),
         "",
         f"llama.cpp build: {llama_build()}. CPU: {cpu_features()}.",
         "s: prompt / decode / sample / rest: the decoder's clocks over the timed call "
