@@ -25,7 +25,13 @@ import logging
 import sys
 from dataclasses import dataclass
 
-from codeloop.sandbox.pool import WORKER_MODULE, announce_backend, checked, program_run
+from codeloop.sandbox.pool import (
+    WORKER_MODULE,
+    announce_backend,
+    check_backend,
+    checked,
+    program_run,
+)
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
 
 log = logging.getLogger("codeloop.sandbox")
@@ -46,8 +52,7 @@ class AsyncWorkerPool:
     on the loop that will use it."""
 
     def __init__(self, backend: str, workers: int) -> None:
-        if backend not in ("bwrap", "process"):
-            raise ValueError(f"unknown sandbox backend {backend!r}; choose bwrap or process")
+        check_backend(backend)
         if workers < 1:
             raise ValueError(f"a worker pool needs at least one worker, not {workers}")
         self.backend, self.size = backend, workers

@@ -239,18 +239,26 @@ def default_workers() -> int:
 
 def get_pool(backend: str = "bwrap", workers: int | None = None) -> WorkerPool:
     """The shared pool for (backend, workers), started on first use."""
-    if backend not in ("bwrap", "process"):
-        raise ValueError(f"unknown sandbox backend {backend!r}; choose bwrap or process")
+    check_backend(backend)
     key = (backend, workers or default_workers())
     with _lock:
-        if key not in _pools:
+        created = key not in _pools
+        if created:
             _pools[key] = WorkerPool(*key)
-    announce_backend(backend)
+    if created:
+        announce_backend(backend)
     return _pools[key]
 
 
+def check_backend(backend: str) -> None:
+    """Refuse a sandbox backend this module does not have, before anything starts."""
+    if backend not in ("bwrap", "process"):
+        raise ValueError(f"unknown sandbox backend {backend!r}; choose bwrap or process")
+
+
 def announce_backend(backend: str) -> None:
-    """Say once per process on stderr that `backend` is weaker than bwrap (if it is)."""
+    """Say once per process on stderr that `backend` is weaker than bwrap (if it is);
+    called when a pool starts, not per check."""
     with _lock:
         if backend == "bwrap" or backend in _announced:
             return
