@@ -315,7 +315,8 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    unknown = set(filter(None, args.placement.split(","))) - set(PLACEMENTS)
+    args.placement = [name for name in args.placement.split(",") if name]
+    unknown = set(args.placement) - set(PLACEMENTS)
     if unknown:
         parser.error(f"--placement: unknown {sorted(unknown)}; known: {', '.join(PLACEMENTS)}")
     rows = ROWS + [
@@ -323,7 +324,7 @@ def main() -> None:
         for kind in filter(None, args.merged.split(","))
         for batch in (8, 16)
     ]
-    rows += [(f"llamacpp@{name}", 8) for name in filter(None, args.placement.split(","))]
+    rows += [(f"llamacpp@{name}", 8) for name in args.placement]
     rows += [("hf-again", 8)]  # the reference once more, last: the run's drift, bounded
     every = bench_tasks(2 * args.prompts)
     tasks, warmup = every[: args.prompts], every[args.prompts :]
@@ -399,7 +400,7 @@ def main() -> None:
             f" llamacpp@{name}: llamacpp with "
             + ", ".join(f"{key}={value}" for key, value in PLACEMENTS[name].items())
             + "."
-            for name in filter(None, args.placement.split(","))
+            for name in args.placement
         ),
         "",
         "vs hf batch 8: against the mean of hf batch 8's two runs, the first row and the "

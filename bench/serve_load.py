@@ -647,19 +647,19 @@ def environmental(outcome: Outcome) -> bool:
     )
 
 
+def kind(job: Job, outcomes: list[Outcome]) -> str:
+    """What came back for one job: lost, duplicated, right, environment error or wrong."""
+    if len(outcomes) != 1:
+        return "lost" if not outcomes else "duplicated"
+    if right(job, outcomes[0]):
+        return "right"
+    return "environment error" if environmental(outcomes[0]) else "wrong"
+
+
 def classify(jobs: list[Job], phase: Phase) -> collections.Counter[str]:
-    kinds: collections.Counter[str] = collections.Counter()
-    for index, job in enumerate(jobs):
-        outcomes = phase.answers.get(index, [])
-        if len(outcomes) != 1:
-            kinds["lost" if not outcomes else "duplicated"] += 1
-        elif right(job, outcomes[0]):
-            kinds["right"] += 1
-        elif environmental(outcomes[0]):
-            kinds["environment error"] += 1
-        else:
-            kinds["wrong"] += 1
-    return kinds
+    return collections.Counter(
+        kind(job, phase.answers.get(index, [])) for index, job in enumerate(jobs)
+    )
 
 
 def described(outcome: Outcome) -> str:
@@ -700,9 +700,7 @@ def faults(server: Server, args: argparse.Namespace, clients: int, left: Any) ->
     wrong = collections.Counter(
         described(outcomes[0])
         for index, outcomes in retried.items()
-        if len(outcomes) == 1
-        and not right(jobs[index], outcomes[0])
-        and not environmental(outcomes[0])
+        if kind(jobs[index], outcomes) == "wrong"
     )
     after = run_loop(send_all(server, jobs[:20], min(clients, 20), left(), args.client))
     return {
