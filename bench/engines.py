@@ -20,7 +20,12 @@ dequantized Q4_1 weights in float32, llama.cpp its Q4_1 kernels, so some tokens 
 differ) and, with --check, how many answers pass their task's hidden tests in the
 sandbox. Prints a table and appends it to bench/RESULTS.md.
 
+With --profile, each llamacpp row says where its CPU time goes, kernel by kernel
+(bench/kernel_profile.py, Linux perf); --sgemm-off adds the merged rows without
+llamafile's sgemm, for the side-by-side comparison of that lever.
+
     python bench/engines.py [--prompts 16] [--max-tokens 256] [--adapter PATH] [--check]
+        [--merged q8_0] [--placement bind,passive,active] [--sgemm-off] [--profile]
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernel_profile import GROUPS, perf_available, profiled  # bench/kernel_profile.py
+from kernel_profile import cells as profile_cells
 from results import record  # bench/results.py (scripts run from bench/)
 
 ROWS = [("hf", 8), ("llamacpp", 8), ("llamacpp-packed", 8), ("hf", 16), ("llamacpp", 16)]
@@ -58,6 +65,16 @@ weights, run-time LoRA) with these OpenMP settings in its process's environment,
 by libgomp when llama.cpp starts its threads. bind: each of llama.cpp's threads pinned
 to a core of its own; passive: threads that wait for the next graph sleep at once;
 active: they spin. Unset: libgomp's defaults (unbound; spin a while, then sleep)."""
+
+SGEMM_OFF = {"CODELOOP_SGEMM": "off"}
+"""`--sgemm-off` adds llamacpp-TYPE-merged@nosgemm rows at batch 8 and 16, and
+llamacpp@nosgemm at batch 8: those rows with llamafile's sgemm turned off in their
+process (scripts/patch_llama_cpp.py), so ggml's per-row dot products multiply every
+weight, as before setup.sh built it in. Each pair is one lever measured side by side
+(for the Q4_1 file, whose layers sgemm does not take, only its Q8_0 output projection
+changes)."""
+ENVIRONMENTS = {**PLACEMENTS, "nosgemm": SGEMM_OFF}
+"""A row's name after its `@`: the environment its process runs with."""
 
 
 def bench_tasks(count: int) -> list:
@@ -243,6 +260,13 @@ def worker(args: argparse.Namespace) -> None:
             cold = engine.generate(conversations, max_tokens=max_tokens)
             out[label]["cold_rate"] = tokens / (time.monotonic() - started)
             assert [row[0].text for row in cold] == out[label]["texts"]
+        if args.profile and not args.worker.startswith("hf"):
+            # Once more under perf, after the timed calls: their rates stay unperturbed.
+            out[label]["profile"] = profiled(
+                lambda: engine.generate(conversations, max_tokens=max_tokens),
+                Path(args.out).parent,
+                f"{args.worker}-{args.batch}-{label}",
+            )
         print(f"{args.worker} batch {args.batch} {label}: {tokens / seconds:.1f} tok/s", flush=True)
     engine.close()
     out["peak_rss_mib"] = peak_rss_mib()
@@ -305,6 +329,16 @@ def main() -> None:
         help=f"llamacpp@NAME rows at batch 8, comma-separated: {', '.join(PLACEMENTS)} "
         "(OpenMP thread placement and waiting; see PLACEMENTS)",
     )
+    parser.add_argument(
+        "--sgemm-off",
+        action="store_true",
+        help="add the merged rows with llamafile's sgemm off (llamacpp-TYPE-merged@nosgemm)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="where each llamacpp row's CPU time goes, kernel by kernel (Linux perf)",
+    )
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
@@ -325,6 +359,15 @@ def main() -> None:
         for batch in (8, 16)
     ]
     rows += [(f"llamacpp@{name}", 8) for name in args.placement]
+    if args.sgemm_off:
+        rows += [("llamacpp@nosgemm", 8)]
+        rows += [
+            (f"llamacpp-{kind}-merged@nosgemm", batch)
+            for kind in filter(None, args.merged.split(","))
+            for batch in (8, 16)
+        ]
+    if args.profile and (why := perf_available()):
+        parser.error(f"--profile: {why}")
     rows += [("hf-again", 8)]  # the reference once more, last: the run's drift, bounded
     every = bench_tasks(2 * args.prompts)
     tasks, warmup = every[: args.prompts], every[args.prompts :]
@@ -336,8 +379,9 @@ def main() -> None:
             out = Path(scratch) / f"{engine}-{batch}.json"
             command = [sys.executable, __file__, "--worker", engine, "--batch", str(batch)]
             command += ["--job", str(job), "--out", str(out)]
-            placement = PLACEMENTS.get(engine.partition("@")[2], {})
-            subprocess.run(command, check=True, env={**os.environ, **placement})
+            command += ["--profile"] if args.profile else []
+            environment = ENVIRONMENTS.get(engine.partition("@")[2], {})
+            subprocess.run(command, check=True, env={**os.environ, **environment})
             measured[(engine, batch)] = json.loads(out.read_text())
     lines = [
         "| engine | batch | adapter | useful tok/s | tokens | seconds | vs hf batch 8 "
@@ -401,6 +445,13 @@ def main() -> None:
             + ", ".join(f"{key}={value}" for key, value in PLACEMENTS[name].items())
             + "."
             for name in args.placement
+        )
+        + (
+            " @nosgemm: the same weights with llamafile's sgemm turned off in the row's "
+            "process (CODELOOP_SGEMM=off): ggml's per-row dot products instead (the Q4_1 "
+            "file's layers never take sgemm; its Q8_0 output projection does)."
+            if args.sgemm_off
+            else ""
         ),
         "",
         "vs hf batch 8: against the mean of hf batch 8's two runs, the first row and the "
@@ -419,6 +470,23 @@ def main() -> None:
         "attach s: `load_adapter`'s time; for merged rows the merge into a re-typed file "
         "(cached by the adapter's sha256, so a second load of it reads the cache).",
     ]
+    if args.profile:
+        lines += [
+            "",
+            "Where a warm call's CPU time goes (`perf record -e cpu-clock`, 999 Hz, over one "
+            "more warm call of each llamacpp row after its timed ones; bench/kernel_profile.py "
+            "says what each group holds): percent of the samples.",
+            "",
+            "| engine | batch | adapter | " + " | ".join(GROUPS) + " | largest product kernels |",
+            "|---|---|---|" + "---|" * (len(GROUPS) + 1),
+        ]
+        lines += [
+            f"| {engine} | {batch} | {label} |"
+            + profile_cells(measured[(engine, batch)][label].get("profile"))
+            for label in ("base", "adapter")
+            for engine, batch in rows
+            if not engine.startswith("hf")
+        ]
     record(
         f"engines, bundled SmolLM2-135M on CPU ({args.threads} threads, bench/engines.py)",
         lines,

@@ -1,25 +1,51 @@
 """Patch an unpacked llama-cpp-python sdist before scripts/setup.sh builds it natively.
 
-ggml's AMX matrix kernels (Sapphire Rapids and later Xeons) load their tile
-configuration from a struct built on the stack; the compiler drops those stores, and
-`ldtilecfg` reads garbage: SIGSEGV in `ggml_backend_amx_mul_mat` at the first batched
-matrix product (llama.cpp issue #20824, fixed upstream by PR #26954, not yet in the
-vendored copy). The fix is the same constant, placed in read-only data.
+Two changes, each refused unless the vendored text is the one expected (neither the
+old text nor the patched one: a version bump is noticed here rather than as a crash
+or a silent change of kernels):
+
+* AMX tile configuration. ggml's AMX matrix kernels (Sapphire Rapids and later Xeons)
+  load their tile configuration from a struct built on the stack; the compiler drops
+  those stores, and `ldtilecfg` reads garbage: SIGSEGV in `ggml_backend_amx_mul_mat`
+  at the first batched matrix product (llama.cpp issue #20824, fixed upstream by PR
+  #26954, not yet in the vendored copy). The fix is the same constant, placed in
+  read-only data.
+* llamafile's sgemm for quantized weights only. Its float32 products (a run-time LoRA
+  adapter's matrices) round by the batch's shape, so an adapter's answers changed with
+  their batch neighbours, and setup.sh built without it. Its Q8_0 and Q4_0 kernels
+  (`tinyBLAS_Q0_AVX`) sum each output's blocks in one order whatever tile computes it,
+  and multiply a batch of rows at once where ggml's own path takes one dot product per
+  row and weight row: on an AMD EPYC without AMX that was most of a Q8_0 model's time
+  (bench/engines.py --profile). The patch keeps sgemm for those two weight types and
+  lets every other type fall back to ggml's kernels; `CODELOOP_SGEMM=off` in the
+  environment turns it off for the process (bench/engines.py's side-by-side rows).
+  ggml already sends a single row (a micro-batch of one token) to its own kernels, so
+  codeloop's decoder never multiplies one row alone (llamacpp_batch.py).
 
     python scripts/patch_llama_cpp.py SDIST_FOLDER
-
-Refuses to build from a tree it does not recognise (neither the old text nor the
-patched one), so a version bump is noticed here rather than as a crash.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-MMQ = "vendor/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp"
 
-OLD = """    alignas(64) tile_config_t tc = {};
+@dataclass(frozen=True)
+class Patch:
+    """One text replacement in the vendored llama.cpp: `old` must occur exactly once."""
+
+    path: str
+    old: str
+    new: str
+    upstream: str
+    """What to check when the old text is gone (an upstream fix, a moved function)."""
+
+
+AMX_TILES = Patch(
+    path="vendor/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp",
+    old="""    alignas(64) tile_config_t tc = {};
     tc.palette_id = 1;
     tc.start_row = 0;
     tc.rows[0] = 8;   tc.colsb[0] = 64;
@@ -30,37 +56,65 @@ OLD = """    alignas(64) tile_config_t tc = {};
     tc.rows[5] = 16;  tc.colsb[5] = 64;
     tc.rows[6] = 16;  tc.colsb[6] = 64;
     tc.rows[7] = 16;  tc.colsb[7] = 64;
-"""
-
-NEW = """    // codeloop: a constant in read-only data (llama.cpp PR #26954); built on the
+""",
+    new="""    // codeloop: a constant in read-only data (llama.cpp PR #26954); built on the
     // stack, its stores were dropped and ldtilecfg faulted on garbage.
     alignas(64) static const tile_config_t tc = {
         1, 0, {0},
         {64, 64, 32, 32, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0},
         {8, 8, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0},
     };
-"""
+""",
+    upstream="whether upstream fixed the AMX tile configuration (llama.cpp PR #26954)",
+)
+
+SGEMM_QUANTIZED_ONLY = Patch(
+    path="vendor/llama.cpp/ggml/src/ggml-cpu/llamafile/sgemm.cpp",
+    old="""    if (Ctype != GGML_TYPE_F32)
+        return false;
+
+    switch (Atype) {
+""",
+    new="""    if (Ctype != GGML_TYPE_F32)
+        return false;
+
+    // codeloop: the quantized-weight kernels only (each output sums its blocks in one
+    // order whatever the tile); float products stay on ggml's own path.
+    // CODELOOP_SGEMM=off in the environment: none (scripts/patch_llama_cpp.py).
+    static const bool codeloop_sgemm_off = [] {
+        const char * value = getenv("CODELOOP_SGEMM");
+        return value != nullptr && strcmp(value, "off") == 0;
+    }();
+    if (codeloop_sgemm_off || (Atype != GGML_TYPE_Q8_0 && Atype != GGML_TYPE_Q4_0))
+        return false;
+
+    switch (Atype) {
+""",
+    upstream="llamafile_sgemm's opening checks in the vendored sgemm.cpp",
+)
+
+PATCHES = (AMX_TILES, SGEMM_QUANTIZED_ONLY)
 
 
-def patch(sdist: Path) -> str:
-    """Patch `sdist` in place; returns what was done ("patched" or "already patched")."""
-    path = sdist / MMQ
+def apply(sdist: Path, patch: Patch) -> str:
+    """Apply `patch` to `sdist` in place; "patched" or "already patched"."""
+    path = sdist / patch.path
     if not path.is_file():
         raise SystemExit(f"patch_llama_cpp: {path} not found; is {sdist} a llama-cpp-python sdist?")
     text = path.read_text()
-    if NEW in text:
+    if patch.new in text:
         return "already patched"
-    if text.count(OLD) != 1:
+    if text.count(patch.old) != 1:
         raise SystemExit(
-            f"patch_llama_cpp: {path} does not hold the AMX tile configuration this patch "
-            "expects; check whether upstream fixed it (llama.cpp PR #26954) and update "
-            "scripts/patch_llama_cpp.py"
+            f"patch_llama_cpp: {path} does not hold the text this patch expects; check "
+            f"{patch.upstream} and update scripts/patch_llama_cpp.py"
         )
-    path.write_text(text.replace(OLD, NEW))
+    path.write_text(text.replace(patch.old, patch.new))
     return "patched"
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit("usage: python scripts/patch_llama_cpp.py SDIST_FOLDER")
-    print(f"patch_llama_cpp: {patch(Path(sys.argv[1]))} {MMQ}")
+    for each in PATCHES:
+        print(f"patch_llama_cpp: {apply(Path(sys.argv[1]), each)} {each.path}")

@@ -87,11 +87,15 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
     if [[ ,$extras, == *,cpu,* ]]; then
         # llama-cpp-python built for this machine's CPU (-march=native: AVX-512 and the
         # AMX matrix kernels where the CPU has them; here about twice the portable
-        # build's tokens/s), from its sdist with two changes: ggml's AMX tile
-        # configuration fixed (scripts/patch_llama_cpp.py; unpatched, it crashes), and
-        # llamafile's sgemm off (its float32 products round by the batch's shape, so a
-        # LoRA adapter's answers changed with their batch neighbours). A native wheel
-        # must not run on another CPU, so its cache folder is keyed by the CPU's flags.
+        # build's tokens/s), from its sdist with two changes (scripts/patch_llama_cpp.py):
+        # ggml's AMX tile configuration fixed (unpatched, it crashes), and llamafile's
+        # sgemm kept for Q8_0 and Q4_0 weights only (its float32 products round by the
+        # batch's shape, so a LoRA adapter's answers changed with their batch
+        # neighbours; its Q8_0 products do not, and are faster: bench/engines.py
+        # --sgemm-off compares them, docs/PERFORMANCE.md has the numbers).
+        # Symbols are kept (not stripped) so that perf names the kernels
+        # (bench/engines.py --profile). A native wheel must not run on another CPU, so
+        # its cache folder is keyed by the CPU's flags.
         cpu=$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo || uname -m) | sha256sum | cut -c1-12)
         patched=$(sha256sum scripts/patch_llama_cpp.py | cut -c1-12)
         wheels="${XDG_CACHE_HOME:-$HOME/.cache}/codeloop/wheels/llama-cpp-$LLAMA_CPP_VERSION-native-$cpu-$patched"
@@ -103,8 +107,9 @@ if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
                 "llama-cpp-python==$LLAMA_CPP_VERSION"
             tar -xzf "$build/llama_cpp_python-$LLAMA_CPP_VERSION.tar.gz" -C "$build"
             "$venv/bin/python" scripts/patch_llama_cpp.py "$build/llama_cpp_python-$LLAMA_CPP_VERSION"
-            CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_LLAMAFILE=OFF" "$venv/bin/python" -m pip wheel -q \
-                --no-deps --no-cache-dir -w "$build/wheel" "$build/llama_cpp_python-$LLAMA_CPP_VERSION"
+            CMAKE_ARGS="-DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON" "$venv/bin/python" -m pip wheel -q \
+                --no-deps --no-cache-dir -C install.strip=false -w "$build/wheel" \
+                "$build/llama_cpp_python-$LLAMA_CPP_VERSION"
             mkdir -p "$wheels"
             mv "$build"/wheel/llama_cpp_python-*.whl "$wheels/"
         fi

@@ -240,15 +240,18 @@ def test_an_unknown_kv_cache_type_is_refused_when_the_context_is_built(engine) -
 
 
 def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, monkeypatch) -> None:
-    """llama.cpp computes a lone token with other kernels (gemv) than two or more, and
-    splits a batch whose sequence ids have gaps: both would make an answer depend on
-    when its neighbours finished."""
+    """llama.cpp computes a lone token with other kernels (gemv, ggml's dot products
+    instead of llamafile's sgemm) than two or more, and splits a batch whose sequence
+    ids have gaps: both would make an answer depend on when its neighbours finished.
+    The output projection too multiplies two rows or more (the pad asks for logits)."""
     steps: list[list[int]] = []
+    outputs: list[int] = []
     decode = engine.decoder._decode
 
     def spy(entries, phase="decode"):
         if any(logits for *_rest, logits in entries):  # a step (prefill wants no logits)
             steps.append([seq for _token, _pos, seq, _logits in entries])
+            outputs.append(sum(bool(logits) for *_rest, logits in entries))
         else:
             assert len({seq for _token, _pos, seq, _logits in entries}) == 1
             assert len(entries) >= 2
@@ -260,6 +263,7 @@ def test_every_step_is_one_batch_of_two_or_more_consecutive_sequences(engine, mo
     assert steps and any(len(ids) == 2 for ids in steps)
     for ids in steps:
         assert len(ids) >= 2 and ids == list(range(len(ids)))
+    assert min(outputs) >= 2
 
 
 def test_prefix_cache_lookup_and_what_it_keeps() -> None:
@@ -463,6 +467,15 @@ def test_q8_0_weights_give_the_file_s_next_token_and_logits(engine, merged_engin
         assert int(file_logits.argmax()) == int(typed_logits.argmax())
         cosine = torch.nn.functional.cosine_similarity(file_logits, typed_logits, dim=0)
         assert cosine > 0.99, cosine
+
+
+def test_q8_0_batched_greedy_equals_one_by_one(merged_engine) -> None:
+    """Q8_0 weights are multiplied by llamafile's tiled sgemm where the build has it
+    (scripts/patch_llama_cpp.py), whose tile shapes follow the batch: each output must
+    still sum its blocks in one order, or answers would move with their neighbours."""
+    batched = texts(merged_engine.generate(RECIPE, max_tokens=64))
+    assert batched == one_by_one(merged_engine, RECIPE, max_tokens=64)
+    assert len(set(batched)) == len(batched)
 
 
 def test_a_merged_adapter_moves_logits_like_the_peft_adapter(merged_engine, hf_and_adapter) -> None:

@@ -519,12 +519,13 @@ class BatchDecoder:
         ]
         if len(entries) == 1:
             # llama.cpp multiplies a lone token's activations with other kernels
-            # (gemv, not its tiled gemm; VNNI, not AMX tiles) that round its products
-            # differently: a pad token in the free stream 1 keeps every step at two
-            # tokens, and the ids consecutive (a step whose ids have a gap is split
-            # into one batch per run).
+            # (gemv, not its tiled gemm; VNNI, not AMX tiles; ggml's dot products, not
+            # llamafile's sgemm) that round its products differently: a pad token in
+            # the free stream 1 keeps every step at two tokens, and the ids consecutive
+            # (a step whose ids have a gap is split into one batch per run). It asks for
+            # logits too, so the output projection also multiplies two rows.
             C.llama_memory_seq_rm(memory, 1, -1, -1)
-            entries.append((entries[0][0], 0, 1, False))
+            entries.append((entries[0][0], 0, 1, True))
         self._decode(entries)
         started = time.perf_counter()
         for index, seq in enumerate(running):
