@@ -68,8 +68,8 @@ active: they spin. Unset: libgomp's defaults (unbound; spin a while, then sleep)
 
 SGEMM_OFF = {"CODELOOP_SGEMM": "off"}
 """`--sgemm-off` adds llamacpp-TYPE-merged@nosgemm rows at batch 8 and 16, and
-llamacpp@nosgemm at batch 8: those rows with llamafile's sgemm turned off in their
-process (scripts/patch_llama_cpp.py), so ggml's per-row dot products multiply every
+llamacpp@nosgemm at batch 8, each right after its twin: those rows with llamafile's
+sgemm turned off in their process (scripts/patch_llama_cpp.py), so ggml's per-row dot products multiply every
 weight, as before setup.sh built it in. Each pair is one lever measured side by side
 (for the Q4_1 file, whose layers sgemm does not take, only its Q8_0 output projection
 changes)."""
@@ -306,6 +306,24 @@ def cpu_features() -> str:
     return f"{model}; " + ", ".join(flag for flag in wanted if flag in flags)
 
 
+def twins(measured: dict, rows: list[tuple[str, int]]) -> str:
+    """For each @nosgemm row, how many answers equal its twin's with sgemm on."""
+    said = []
+    for engine, batch in rows:
+        twin = engine.removesuffix("@nosgemm")
+        if twin == engine or (twin, batch) not in measured:
+            continue
+        for label in ("base", "adapter"):
+            pairs = zip(
+                measured[(engine, batch)][label]["texts"],
+                measured[(twin, batch)][label]["texts"],
+                strict=True,
+            )
+            same = [a == b for a, b in pairs]
+            said.append(f"{twin} batch {batch} {label} {sum(same)}/{len(same)}")
+    return "; ".join(said)
+
+
 def passes(tasks, texts: list[str]) -> int:
     from prompts import check  # bench/prompts.py
 
@@ -359,12 +377,12 @@ def main() -> None:
         for batch in (8, 16)
     ]
     rows += [(f"llamacpp@{name}", 8) for name in args.placement]
-    if args.sgemm_off:
-        rows += [("llamacpp@nosgemm", 8)]
-        rows += [
-            (f"llamacpp-{kind}-merged@nosgemm", batch)
-            for kind in filter(None, args.merged.split(","))
-            for batch in (8, 16)
+    if args.sgemm_off:  # each twin right after its row: the least drift between them
+        twinned = {("llamacpp", 8)} | {row for row in rows if row[0].endswith("-merged")}
+        rows = [
+            twin
+            for row in rows
+            for twin in ([row, (f"{row[0]}@nosgemm", row[1])] if row in twinned else [row])
         ]
     if args.profile and (why := perf_available()):
         parser.error(f"--profile: {why}")
@@ -449,7 +467,8 @@ def main() -> None:
         + (
             " @nosgemm: the same weights with llamafile's sgemm turned off in the row's "
             "process (CODELOOP_SGEMM=off): ggml's per-row dot products instead (the Q4_1 "
-            "file's layers never take sgemm; its Q8_0 output projection does)."
+            "file's layers never take sgemm; its Q8_0 output projection does). "
+            "Greedy answers equal with and without sgemm: " + twins(measured, rows) + "."
             if args.sgemm_off
             else ""
         ),

@@ -21,6 +21,17 @@ or a silent change of kernels):
   environment turns it off for the process (bench/engines.py's side-by-side rows).
   ggml already sends a single row (a micro-batch of one token) to its own kernels, so
   codeloop's decoder never multiplies one row alone (llamacpp_batch.py).
+* A KV cache of quantized values in host memory is not zeroed when a context is
+  made. Zeroing wrote every page of every sequence's stream of cells, so the whole
+  cache counted in the process's memory from the start (at batch 16, about 150 MiB
+  for SmolLM2-135M), though a stream uses only its prompt's and answer's cells.
+  Unzeroed, a page counts once a cell on it is written. Nothing reads a cell's
+  values before they are written: quantized values need flash attention, whose CPU
+  kernel skips every cell its mask hides (not of the query's sequence, or not yet
+  decoded) before reading it. The batch decoder clears only the cells' bookkeeping
+  between calls (`llama_memory_clear(memory, False)`) for the same reason. Float16
+  caches (bench/kv_cache.py's comparison, without flash attention, where a matrix
+  product reads every cell) are zeroed as before.
 
     python scripts/patch_llama_cpp.py SDIST_FOLDER
 """
@@ -93,7 +104,23 @@ SGEMM_QUANTIZED_ONLY = Patch(
     upstream="llamafile_sgemm's opening checks in the vendored sgemm.cpp",
 )
 
-PATCHES = (AMX_TILES, SGEMM_QUANTIZED_ONLY)
+KV_PAGES_ON_USE = Patch(
+    path="vendor/llama.cpp/src/llama-kv-cache.cpp",
+    old="""        ggml_backend_buffer_clear(buf, 0);
+        ctxs_bufs.emplace_back(std::move(ctx), buf);
+""",
+    new="""        // codeloop: a host buffer of quantized values (so flash attention, which
+        // skips hidden cells) is not zeroed here: its pages count in the process's
+        // memory once cells use them (scripts/patch_llama_cpp.py).
+        if (!ggml_backend_buffer_is_host(buf) || !ggml_is_quantized(type_v)) {
+            ggml_backend_buffer_clear(buf, 0);
+        }
+        ctxs_bufs.emplace_back(std::move(ctx), buf);
+""",
+    upstream="where the vendored llama-kv-cache.cpp allocates its buffers",
+)
+
+PATCHES = (AMX_TILES, SGEMM_QUANTIZED_ONLY, KV_PAGES_ON_USE)
 
 
 def apply(sdist: Path, patch: Patch) -> str:

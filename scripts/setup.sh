@@ -80,7 +80,7 @@ fi
 
 # --- pip, skipped when pyproject.toml and the extras are unchanged -----------------------
 stamp="$venv/.codeloop-installed-${extras//,/-}"
-want=$(sha256sum pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$(sha256sum pyproject.toml scripts/setup.sh scripts/patch_llama_cpp.py | sha256sum | cut -d' ' -f1)
 if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
     echo "setup: installing codeloop[$extras] into $venv"
     "$venv/bin/python" -m pip install -q --upgrade pip

@@ -403,7 +403,10 @@ class BatchDecoder:
         longest = max(len(s.prompt) + s.limit for s in seqs) + 1
         self._ensure(max(longest, cells), max(2, parallel))
         memory = C.llama_get_memory(self.ctx)
-        C.llama_memory_clear(memory, True)
+        # The cells' bookkeeping only, not their values: writing zeros would make every
+        # page of the cache count in the process's memory, and no cell is read before
+        # it is written (scripts/patch_llama_cpp.py, KV_PAGES_ON_USE).
+        C.llama_memory_clear(memory, False)
         waiting = deque(seqs)
         running: list[Sequence] = []  # running[i] decodes in stream i
         try:
@@ -559,7 +562,7 @@ class BatchDecoder:
 
         self._ensure(len(tokens) + 1, 1)
         memory = C.llama_get_memory(self.ctx)
-        C.llama_memory_clear(memory, True)
+        C.llama_memory_clear(memory, False)  # bookkeeping only, as in generate
         entries = [(t, p, 0, p == len(tokens) - 1) for p, t in enumerate(tokens)]
         index = 0
         for start in range(0, len(entries), self.n_batch):
