@@ -69,8 +69,8 @@ active: they spin. Unset: libgomp's defaults (unbound; spin a while, then sleep)
 SGEMM_OFF = {"CODELOOP_SGEMM": "off"}
 """`--sgemm-off` adds llamacpp-TYPE-merged@nosgemm rows at batch 8 and 16, and
 llamacpp@nosgemm at batch 8, each right after its twin: those rows with llamafile's
-sgemm turned off in their process (scripts/patch_llama_cpp.py), so ggml's per-row dot products multiply every
-weight, as before setup.sh built it in. Each pair is one lever measured side by side
+sgemm turned off in their process (scripts/patch_llama_cpp.py), so ggml's per-row dot
+products multiply every weight, as before setup.sh built it in. Each pair is one lever measured side by side
 (for the Q4_1 file, whose layers sgemm does not take, only its Q8_0 output projection
 changes)."""
 ENVIRONMENTS = {**PLACEMENTS, "nosgemm": SGEMM_OFF}
@@ -260,13 +260,13 @@ def worker(args: argparse.Namespace) -> None:
             cold = engine.generate(conversations, max_tokens=max_tokens)
             out[label]["cold_rate"] = tokens / (time.monotonic() - started)
             assert [row[0].text for row in cold] == out[label]["texts"]
-        if args.profile and not args.worker.startswith("hf"):
-            # Once more under perf, after the timed calls: their rates stay unperturbed.
-            out[label]["profile"] = profiled(
-                lambda: engine.generate(conversations, max_tokens=max_tokens),
-                Path(args.out).parent,
-                f"{args.worker}-{args.batch}-{label}",
-            )
+            if args.profile:
+                # Once more under perf, after the timed calls: their rates stay as they were.
+                out[label]["profile"] = profiled(
+                    lambda: engine.generate(conversations, max_tokens=max_tokens),
+                    Path(args.out).parent,
+                    f"{args.worker}-{args.batch}-{label}",
+                )
         print(f"{args.worker} batch {args.batch} {label}: {tokens / seconds:.1f} tok/s", flush=True)
     engine.close()
     out["peak_rss_mib"] = peak_rss_mib()

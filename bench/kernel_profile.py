@@ -34,9 +34,8 @@ LINE = re.compile(r"^\s*([\d.]+)%\s+(\S+)\s+\[.\]\s+(.+?)\s*$")
 
 def group_of(library: str, symbol: str) -> str:
     """The GROUPS entry a sampled (shared object, symbol) belongs to."""
-    if symbol.startswith(("ggml_vec_dot_", "ggml_gemm_", "ggml_gemv_")) or "tinyBLAS" in symbol:
-        return "matrix products"
-    if symbol.startswith(("ggml_compute_forward_mul_mat", "llamafile_sgemm")):
+    products = ("ggml_vec_dot_", "ggml_gemm_", "ggml_gemv_", "ggml_compute_forward_mul_mat")
+    if symbol.startswith((*products, "llamafile_sgemm")) or "tinyBLAS" in symbol:
         return "matrix products"
     if "flash_attn" in symbol:
         return "attention"

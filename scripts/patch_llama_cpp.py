@@ -23,8 +23,8 @@ or a silent change of kernels):
   codeloop's decoder never multiplies one row alone (llamacpp_batch.py).
 * A KV cache of quantized values in host memory is not zeroed when a context is
   made. Zeroing wrote every page of every sequence's stream of cells, so the whole
-  cache counted in the process's memory from the start (at batch 16, about 150 MiB
-  for SmolLM2-135M), though a stream uses only its prompt's and answer's cells.
+  cache counted in the process's memory from the start (docs/ENGINES.md has the
+  measured sizes), though a stream uses only its prompt's and answer's cells.
   Unzeroed, a page counts once a cell on it is written. Nothing reads a cell's
   values before they are written: quantized values need flash attention, whose CPU
   kernel skips every cell its mask hides (not of the query's sequence, or not yet

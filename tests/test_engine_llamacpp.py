@@ -432,7 +432,7 @@ def anonymous_resident() -> int:
 
 
 def test_the_kv_cache_counts_only_the_cells_in_use() -> None:
-    """16 streams of 2,048 q8_0 cells are about 390 MiB of KV cache (30 layers x keys and
+    """16 streams of 2,048 q8_0 cells are about 380 MiB of KV cache (30 layers x keys and
     values of 192 numbers at 34 bytes per 32): zeroed when the context was made, all of
     it counted in the process's memory. Short prompts write a few dozen cells a stream,
     so only their pages may count (scripts/patch_llama_cpp.py, KV_PAGES_ON_USE)."""
