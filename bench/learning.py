@@ -164,8 +164,21 @@ def non_kin_gain(tasks: list[Task], before: list[bool], after: list[bool]) -> st
     )
 
 
+def waited_on(clock_file: Path) -> str:
+    """' (load L, generate G, check C)': what the phase's process waited on, from the
+    PHASE.clock.json the phase runner writes (codeloop/clock.py); '' where there is none
+    (a phase run before the clock existed) or it spent nothing on any of them."""
+    if not clock_file.exists():
+        return ""
+    seconds = store.read(clock_file)["seconds"]
+    shown = [f"{kind} {value:.0f}" for kind, value in seconds.items() if value >= 0.5]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
 def phase_times(folder: Path, started: float, bench: list[tuple[float, float]]) -> str:
-    """Seconds per phase, from the modification times of the PHASE.json files.
+    """Seconds per phase, from the modification times of the PHASE.json files, each
+    with what its process waited on (`waited_on`): the rest of a phase is starting
+    Python, reading files and bookkeeping.
 
     `bench` holds the (start, end) of this script's own evaluations between two
     phases (the base model's, after round 1's prepare; a candidate's, before the
@@ -183,7 +196,7 @@ def phase_times(folder: Path, started: float, bench: list[tuple[float, float]]) 
             for start, end in bench:
                 if previous <= start and stamp >= end:
                     spent -= end - start
-            parts.append(f"{phase} {spent:.0f}")
+            parts.append(f"{phase} {spent:.0f}{waited_on(folder / f'{phase}.clock.json')}")
             previous = stamp
     apart = sum(end - start for start, end in bench)
     return ", ".join(parts) + f" (bench held-out evaluation {apart:.0f} s apart)"

@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "store": 0,
     "config": 0,
     "paths": 0,
+    "clock": 0,
     "data": 0,
     "models": 0,
     # checking programs

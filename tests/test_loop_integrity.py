@@ -132,6 +132,21 @@ def test_export_trains_on_exactly_the_programs_it_re_verified(session: Path) -> 
         assert row["verification"]["program_sha256"] == store.sha256_bytes(program.encode())
 
 
+def test_every_phase_says_what_it_waited_on(finished: Path) -> None:
+    """PHASE.clock.json beside each result: collect checks programs in the sandbox,
+    train neither generates nor checks, and no phase waited longer than it ran."""
+    from codeloop.loop.common import PHASES
+
+    folder = finished / "round-000001"
+    clocks = {phase: store.read(folder / f"{phase}.clock.json") for phase in PHASES}
+    for phase, found in clocks.items():
+        assert set(found["seconds"]) == {"load", "generate", "check"}, phase
+        assert sum(found["seconds"].values()) <= found["wall"] + 0.01, phase
+    assert clocks["collect"]["seconds"]["check"] > 0
+    assert clocks["export"]["seconds"]["check"] > 0  # it re-verifies what it exports
+    assert clocks["train"]["seconds"]["check"] == clocks["train"]["seconds"]["generate"] == 0
+
+
 def test_audit_conditions_that_differ_are_refused(session: Path) -> None:
     folder = forget(session, "finish")
     summary_file = folder / "audit-candidate" / "summary.json"

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codeloop import recipe, store
+from codeloop import clock, recipe, store
 from codeloop.engines import Engine, create_for
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import IntegrityError
@@ -130,8 +130,9 @@ class Collector:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = create_for(self.r.config)
-            self._engine.load_adapter(self.adapter)
+            with clock.timed("load"):
+                self._engine = create_for(self.r.config)
+                self._engine.load_adapter(self.adapter)
         return self._engine
 
     def _ask(
@@ -158,13 +159,15 @@ class Collector:
         if ask:
             self.r.check_stop()
             _log_calls(adapter, [f"{task.id}:{attempt}" for (task, attempt), _key in ask])
-            results = self.engine.generate(
-                [conversation(task) for (task, _a), _key in ask],
-                max_tokens=self.r.config.engine.max_tokens,
-                temperature=temperature,
-                seed=[seed(task) for (task, _a), _key in ask],
-                keys=[f"{task.id}:{attempt}" for (task, attempt), _key in ask],
-            )
+            engine = self.engine  # started (and timed as "load") before the clock below
+            with clock.timed("generate"):
+                results = engine.generate(
+                    [conversation(task) for (task, _a), _key in ask],
+                    max_tokens=self.r.config.engine.max_tokens,
+                    temperature=temperature,
+                    seed=[seed(task) for (task, _a), _key in ask],
+                    keys=[f"{task.id}:{attempt}" for (task, attempt), _key in ask],
+                )
             fresh = {
                 key: completion.text for (_i, key), [completion] in zip(ask, results, strict=True)
             }

@@ -8,11 +8,12 @@ session can be moved (and two sessions compared file by file).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+from codeloop import clock, store
 from codeloop import config as session_config
-from codeloop import store
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import ConfigError, IntegrityError
 from codeloop.loop import audit, export, finish, gate, prepare
@@ -129,7 +130,15 @@ def run_phase(session: str | Path, number: int, phase: str, resume: bool = False
     if missing:
         raise ConfigError(f"round {number}: phase {phase} needs {missing[0]} to finish first")
     r.progress(phase)
+    clock.reset()
+    started = time.monotonic()
     value = RUNNERS[phase](r, resume)
+    # What this process waited on (a resumed phase: since it resumed); written before
+    # the phase's result, whose time marks the phase's end (bench/learning.py).
+    store.write_json(
+        r.path(f"{phase}.clock.json"),
+        {"seconds": clock.spent(), "wall": round(time.monotonic() - started, 3)},
+    )
     store.write_json(r.path(f"{phase}.json"), value)
     r.progress(phase, 1, 1)
     return True

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from codeloop import clock
 from codeloop.sandbox import cluster, pool
 from codeloop.sandbox.request import Check, CheckRequest
 
@@ -41,15 +42,16 @@ def check_many(
     the local workers the batch uses are restarted first (on a cluster every chunk is
     a new Ray task anyway, whose node restarts a worker that died).
     """
-    if _cluster:
-        return cluster.check_many(
-            list(requests),
-            address=str(_cluster["address"]),
-            backend=backend,
-            chunk=int(_cluster["chunk"]),  # type: ignore[call-overload]
-            on_done=on_done,
-            stop=stop,
+    with clock.timed("check"):
+        if _cluster:
+            return cluster.check_many(
+                list(requests),
+                address=str(_cluster["address"]),
+                backend=backend,
+                chunk=int(_cluster["chunk"]),  # type: ignore[call-overload]
+                on_done=on_done,
+                stop=stop,
+            )
+        return pool.check_many(
+            requests, workers=workers, backend=backend, on_done=on_done, stop=stop, fresh=fresh
         )
-    return pool.check_many(
-        requests, workers=workers, backend=backend, on_done=on_done, stop=stop, fresh=fresh
-    )
