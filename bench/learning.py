@@ -27,7 +27,7 @@ points, pooled and per language.
     .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
                                        [--engine llamacpp] [--seed N] [--tiers 1,2]
                                        [--resume] [--engine-set KEY=VALUE ...]
-                                       [--phases-only]
+                                       [--phases-only] [--stop-after PHASE]
 
 `--resume` continues a session this script started (with its saved config) from its
 first unfinished round, up to `--rounds`; the scores it measured are kept in the
@@ -38,6 +38,11 @@ hashes, so a resumed run measures only what it has not measured yet.
 of the preset (the entry states the weights and how adapters are applied), and
 `--phases-only` runs the loop's phases without this script's held-out evaluations:
 together they compare how long a round's phases take under two engine settings.
+
+`--stop-after collect` (with `--phases-only --rounds 1`) runs round 1 up to that phase
+and writes its phase times: each phase's seconds come with what its process waited on
+(loading the model, generating, checking in the sandbox; codeloop/clock.py), so where a
+phase's time goes can be seen without running the hour-long rest of the round.
 
 `--engine` runs the preset with another engine kind (its other engine settings kept),
 for the loop and for this script's own evaluations alike. `--tiers 1,2` makes every
@@ -260,12 +265,22 @@ def main() -> None:
         "weights=q8_0 or merge_adapter=true; repeatable",
     )
     parser.add_argument(
+        "--stop-after",
+        choices=PHASES[: PHASES.index("candidate") + 1],
+        default=None,
+        help="with --phases-only and --rounds 1: run round 1 up to this phase, then write "
+        "its phase times and stop (e.g. collect: where collect's time goes, in minutes "
+        "instead of an hour)",
+    )
+    parser.add_argument(
         "--phases-only",
         action="store_true",
         help="the loop's own phases, outcome and phase times only: none of this script's "
         "held-out evaluations (for comparing how long a round takes under two settings)",
     )
     args = parser.parse_args()
+    if args.stop_after and not (args.phases_only and args.rounds == 1 and not args.resume):
+        parser.error("--stop-after needs --phases-only and --rounds 1 (a fresh session)")
     root = Path(__file__).resolve().parent.parent
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
     if args.resume:
@@ -343,7 +358,7 @@ def main() -> None:
         first = number == finished + 1
         started = run_started if first else time.time()
         folder = paths.round(number)
-        for name in PHASES[: PHASES.index("candidate") + 1]:
+        for name in PHASES[: PHASES.index(args.stop_after or "candidate") + 1]:
             if not (folder / f"{name}.json").exists():
                 phase = ["phase", "--session", str(session), "--round", str(number)]
                 if args.resume:  # a phase killed mid-way (a train checkpoint) continues
@@ -353,6 +368,18 @@ def main() -> None:
                     check=True,
                     env=env,
                 )
+        if args.stop_after:
+            record(
+                f"Learning on {args.preset}, round 1 up to {args.stop_after} (bench/learning.py)",
+                [
+                    f"session {session.name}, preset {args.preset}, {engine_stated(config)}, "
+                    f"seed {config.seed}, curriculum tiers {curriculum_tiers(config)}: "
+                    f"stopped after {args.stop_after} (`--stop-after`), no decision",
+                    "",
+                    f"- wall seconds per phase: {phase_times(folder, started, [base_window])}",
+                ],
+            )
+            return
         measuring = time.time()
         weights = folder / "adapter" / "adapter_model.safetensors"
         candidate = (

@@ -145,6 +145,20 @@ def test_every_phase_says_what_it_waited_on(finished: Path) -> None:
     assert clocks["collect"]["seconds"]["check"] > 0
     assert clocks["export"]["seconds"]["check"] > 0  # it re-verifies what it exports
     assert clocks["train"]["seconds"]["check"] == clocks["train"]["seconds"]["generate"] == 0
+    # bench/learning.py's entries show the split beside each phase's seconds
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import re
+
+    import learning
+
+    times = learning.phase_times(folder, 0.0, [])
+    check = clocks["collect"]["seconds"]["check"]
+    shown = re.search(r"collect \d+ \(([^)]*)\)", times)
+    if check >= 0.5:  # shown to the second, so below half a second it is left out
+        assert shown and f"check {check:.0f}" in shown.group(1), times
+    assert learning.waited_on(folder / "no-such.clock.json") == ""
 
 
 def test_audit_conditions_that_differ_are_refused(session: Path) -> None:
