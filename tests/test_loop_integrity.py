@@ -558,6 +558,42 @@ def test_gate_samples_are_asked_of_both_models(session: Path) -> None:
     assert not (folder / confirm.AUDIT).exists()  # the audit's samples stay apart
 
 
+def test_a_chunk_s_samples_go_to_the_engine_in_one_call(session: Path, monkeypatch) -> None:
+    """All confirmation samples of a chunk are asked together, so that the engine can keep
+    its batch full (one call of k requests per side, not k calls of one), each with its
+    own seed; the session's real (replay) engine answers them."""
+    from codeloop.loop import collect
+
+    folder = forget(session, "gate", "audit-parent", "audit-candidate", "finish")
+    task_id = _gate_flip(folder)
+    _with_gate_samples(session, 3)
+    r = open_round(session, 1)
+    with Path(r.config.engine.replay_path).open("a") as handle:
+        for index in range(3):
+            entry = {"task_id": task_id, "attempt": f"confirm-{index}", "answer": "print(1)"}
+            handle.write(json.dumps(entry) + "\n")
+    calls: list[tuple[list[str], list[int]]] = []
+    create = collect.create_for
+
+    def counted(config):
+        engine = create(config)
+        generate = engine.generate
+
+        def generate_counted(conversations, **options):
+            calls.append((list(options["keys"]), list(options["seed"])))
+            return generate(conversations, **options)
+
+        engine.generate = generate_counted
+        return engine
+
+    monkeypatch.setattr(collect, "create_for", counted)
+    run_phase(session, 1, "gate")
+    assert len(calls) == 2, calls  # one call per side
+    for keys, seeds in calls:
+        assert keys == [f"{task_id}:confirm-{index}" for index in range(3)]
+        assert len(set(seeds)) == 3  # every sample its own seed, as when asked alone
+
+
 def _audit_ids(folder: Path) -> list[str]:
     return [task["id"] for task in store.read(folder / "audit-tasks.json")["tasks"]]
 

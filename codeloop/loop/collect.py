@@ -15,7 +15,8 @@ answer: it stops the phase with the sandbox's message, and the answers saved so 
 are kept for the next run.
 
 Tasks go in chunks of `engine.batch_size`, so that the engine can batch them and
-the sandbox can check a chunk in parallel.
+the sandbox can check a chunk in parallel; all of a chunk's samples go to the engine in
+one call, which keeps its batch full (`Collector._ask`).
 
 With CODELOOP_CALL_LOG set to a file, every answer asked of the engine (whatever its
 kind) is appended to it as an `ADAPTER_SHA256:TASK_ID:ATTEMPT` line (`none` for the
@@ -75,6 +76,11 @@ def probe_languages(r: Round, languages: list[str]) -> dict[str, Check]:
 def normalised(program: str) -> str:
     """A program with trailing spaces and blank edges removed: what makes two answers 'the same'."""
     return "\n".join(line.rstrip() for line in program.strip("\n").splitlines()) + "\n"
+
+
+def _no_seed(task: Task, attempt: str) -> int:
+    """Greedy answers and corrections: no sampling, so no seed."""
+    return 0
 
 
 class Collector:
@@ -141,17 +147,25 @@ class Collector:
         wanted: list[tuple[Task, str]],
         conversation: Callable[[Task], list[dict[str, str]]],
         temperature: float,
-        seed: Callable[[Task], int],
+        seed: Callable[[Task, str], int],
     ) -> None:
-        """Generate the missing `attempt` answers of `wanted`; save them before any check."""
+        """Generate the missing `attempt` answers of `wanted` in one engine call; save them
+        before any check.
+
+        One call for all of a chunk's samples, not one per sample index: the engine keeps
+        its `batch_size` sequences busy, a waiting request taking the place of one that
+        finished, where a call of `batch_size` requests decodes its last, longest answers
+        with the batch nearly empty (docs/PERFORMANCE.md, "Where a round's time goes").
+        Every answer's seed is its own (`seed(task, attempt)`), so which call asked it
+        does not change it."""
         missing = [(t, a) for t, a in wanted if a not in attempts.get(t.id, {})]
         if not missing:
             return
         adapter = self.binding()["adapter_sha256"]
         engine = engine_key(self.r.config.engine)
         keys = [
-            answer_key(engine, adapter, conversation(task), temperature, seed(task))
-            for task, _a in missing
+            answer_key(engine, adapter, conversation(task), temperature, seed(task, attempt))
+            for task, attempt in missing
         ]
         known = {key: text for key in keys if (text := self.cache.get(key)) is not None}
         ask = [(item, key) for item, key in zip(missing, keys, strict=True) if key not in known]
@@ -165,7 +179,7 @@ class Collector:
                     [conversation(task) for (task, _a), _key in ask],
                     max_tokens=self.r.config.engine.max_tokens,
                     temperature=temperature,
-                    seed=[seed(task) for (task, _a), _key in ask],
+                    seed=[seed(task, attempt) for (task, attempt), _key in ask],
                     keys=[f"{task.id}:{attempt}" for (task, attempt), _key in ask],
                 )
             fresh = {
@@ -186,7 +200,7 @@ class Collector:
 
     def _chunk(self, chunk: list[Task], attempts: dict[str, dict[str, str]]) -> list[dict]:
         cfg = self.r.config
-        self._ask(attempts, [(t, "greedy") for t in chunk], recipe.messages, 0.0, lambda t: 0)
+        self._ask(attempts, [(t, "greedy") for t in chunk], recipe.messages, 0.0, _no_seed)
         greedy = dict(
             zip(
                 [t.id for t in chunk],
@@ -214,19 +228,19 @@ class Collector:
                 [(t, "correction") for t in fix],
                 lambda t: recipe.correction(t, attempts[t.id]["greedy"], public[t.id].feedback),
                 0.0,
-                lambda t: 0,
+                _no_seed,
             )
             self._check_attempt(chunk, fix, "correction", attempts, checked)
-        for index in range(cfg.round.samples if self.explore else 0):
-            key = f"sample-{index}"
+        keys = [f"sample-{index}" for index in range(cfg.round.samples if self.explore else 0)]
+        if keys:
             self._ask(
                 attempts,
-                [(t, key) for t in chunk],
+                [(t, key) for key in keys for t in chunk],
                 recipe.messages,
                 cfg.round.sample_temperature,
-                lambda t, i=index: sample_seed(cfg.seed, t.id, i),
+                lambda t, key: sample_seed(cfg.seed, t.id, int(key.removeprefix("sample-"))),
             )
-            self._check_attempt(chunk, chunk, key, attempts, checked)
+            self._check_attempts(chunk, keys, attempts, checked)
         return [self._row(task, attempts[task.id], checked[task.id]) for task in chunk]
 
     def _check_attempt(
@@ -239,6 +253,20 @@ class Collector:
     ) -> None:
         results = check_answers(self.r, [(t, attempts[t.id][key]) for t in tasks])
         for task, check in zip(tasks, results, strict=True):
+            checked[task.id].append((key, check))
+
+    def _check_attempts(
+        self,
+        tasks: list[Task],
+        keys: list[str],
+        attempts: dict[str, dict[str, str]],
+        checked: dict[str, list[tuple[str, Check]]],
+    ) -> None:
+        """Check the `keys` answers of every task in one sandbox batch; each task's
+        verdicts are appended in the order of `keys`."""
+        pairs = [(task, key) for key in keys for task in tasks]
+        results = check_answers(self.r, [(task, attempts[task.id][key]) for task, key in pairs])
+        for (task, key), check in zip(pairs, results, strict=True):
             checked[task.id].append((key, check))
 
     @staticmethod
