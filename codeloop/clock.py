@@ -15,6 +15,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+SUFFIX = ".clock.json"
+"""A phase's clock file is `PHASE` + SUFFIX in its round's folder: timings, not an input
+of the decision (finish leaves it out of the files it binds)."""
+
 KINDS = ("load", "generate", "check")
 """What is timed: an engine starting (weights read, an adapter merged or applied),
 answers generated, programs checked in the sandbox."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from codeloop import store
+from codeloop import clock, store
 from codeloop.errors import IntegrityError
 from codeloop.evaluate import guard
 from codeloop.evaluate.compare import compare
@@ -210,8 +210,11 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         str(path.relative_to(r.session.root)): store.sha256_file(path)
         for path in sorted(r.folder.rglob("*.json"))
         # The adapter folder is bound through train.json's adapter_sha256 (its weights
-        # and config); training.json beside them holds timings, not inputs.
-        if path.name not in _VOLATILE and path.relative_to(r.folder).parts[0] != "adapter"
+        # and config); training.json beside them holds timings, not inputs, as do the
+        # phases' clock files.
+        if path.name not in _VOLATILE
+        and not path.name.endswith(clock.SUFFIX)
+        and path.relative_to(r.folder).parts[0] != "adapter"
     }
     if not verdict["accepted"] and adapter.exists():
         for child in adapter.glob("checkpoint-*"):

@@ -136,8 +136,8 @@ def run_phase(session: str | Path, number: int, phase: str, resume: bool = False
     # What this process waited on (a resumed phase: since it resumed); written before
     # the phase's result, whose time marks the phase's end (bench/learning.py).
     store.write_json(
-        r.path(f"{phase}.clock.json"),
-        {"seconds": clock.spent(), "wall": round(time.monotonic() - started, 3)},
+        r.path(phase + clock.SUFFIX),
+        {"seconds": clock.spent(), "wall_seconds": round(time.monotonic() - started, 3)},
     )
     store.write_json(r.path(f"{phase}.json"), value)
     r.progress(phase, 1, 1)
