@@ -230,7 +230,7 @@ class Collector:
                 0.0,
                 _no_seed,
             )
-            self._check_attempt(chunk, fix, "correction", attempts, checked)
+            self._check_attempts(fix, ["correction"], attempts, checked)
         keys = [f"sample-{index}" for index in range(cfg.round.samples if self.explore else 0)]
         if keys:
             self._ask(
@@ -242,18 +242,6 @@ class Collector:
             )
             self._check_attempts(chunk, keys, attempts, checked)
         return [self._row(task, attempts[task.id], checked[task.id]) for task in chunk]
-
-    def _check_attempt(
-        self,
-        chunk: list[Task],
-        tasks: list[Task],
-        key: str,
-        attempts: dict[str, dict[str, str]],
-        checked: dict[str, list[tuple[str, Check]]],
-    ) -> None:
-        results = check_answers(self.r, [(t, attempts[t.id][key]) for t in tasks])
-        for task, check in zip(tasks, results, strict=True):
-            checked[task.id].append((key, check))
 
     def _check_attempts(
         self,

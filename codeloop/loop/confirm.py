@@ -67,17 +67,17 @@ class _Sampler(Collector):
     def _chunk(self, chunk: list[Task], attempts: dict[str, dict[str, str]]) -> list[dict]:
         passes: dict[str, list[bool]] = {task.id: [] for task in chunk}
         keys = [f"confirm-{index}" for index in range(self.samples)]
+        pairs = [(task, key) for key in keys for task in chunk]
         # every sample of the chunk in one engine call and one sandbox batch (Collector._ask)
         self._ask(
             attempts,
-            [(task, key) for key in keys for task in chunk],
+            pairs,
             recipe.messages,
             self.temperature,
             lambda task, key: sample_seed(
                 self.r.config.seed, task.id, SEED_OFFSET + int(key.removeprefix("confirm-"))
             ),
         )
-        pairs = [(task, key) for key in keys for task in chunk]
         checks = check_answers(self.r, [(task, attempts[task.id][key]) for task, key in pairs])
         for (task, _key), check in zip(pairs, checks, strict=True):
             passes[task.id].append(check.passed)
