@@ -95,6 +95,11 @@ def main() -> None:
         # prefix cache. Without this the first timed pass (per index) paid for every
         # prompt and the others for none (its first pass ran 1.4-1.8x its second).
         engine.generate([recipe.messages(task) for task in tasks], max_tokens=8)
+        # The first long pass of a process ran 1.4-1.8x its repeat even with the prompts
+        # cached (RESULTS 03:59 UTC 7 Dec), whichever way it was; so one untimed pass
+        # goes first, and its seconds are printed to show that effect.
+        untimed = ask(engine, tasks, counts[0], WAYS[0], settings)
+        print(f"untimed first pass ({counts[0]} samples, {WAYS[0]}): {untimed['seconds']:.1f} s")
         for samples in counts:
             runs: dict[str, list[dict]] = {way: [] for way in WAYS}
             for way in (*WAYS, *WAYS[::-1]):
@@ -128,7 +133,8 @@ def main() -> None:
         f"{weights}, adapters {adapters}), temperature {settings['temperature']}, min-p "
         f"{preset.engine.min_p}, max {settings['max_tokens']} tokens, seeds as a round "
         "draws them. Their prompts are in the prefix cache before the first pass (a "
-        "short call on the same tasks, as a round's greedy answers leave them). "
+        "short call on the same tasks, as a round's greedy answers leave them), and an "
+        "untimed pass of the first count per index runs before the timed ones. "
         "Order: per index, one call, one call, per index; rates over both "
         "passes. Equal answers: per index's second pass, and one call's first pass, "
         "against per index's first pass.",
