@@ -1,14 +1,18 @@
-"""A chunk's samples in one engine call, against one call per sample index.
+"""A chunk's samples in one engine call, against one call per sample index; and in
+which order.
 
 A round asks most of its answers as seeded samples: collect's `round.samples` per
 train task, and the gate's and audit's `confirm_samples` per task and side. They used
 to go to the engine one sample index at a time: a call of `batch_size` requests, whose
 last, longest answers decode with the batch nearly empty. Asked together, a chunk's
 samples keep the engine's batch full (a waiting request takes the place of one that
-finished). This runs both ways on the same tasks and seeds, with the cpu-demo preset's
-engine (its weights, batch size, sampling temperature and min-p), in A-B-B-A order in
-one process, and counts the answers that differ between the two ways: each answer has
-its own seed, so the llamacpp engine must give the same text either way.
+finished). The order within the call decides how often a prompt is decoded: sample
+index by sample index, a chunk's prompts take turns and the prefix cache (a budget of
+about 1,000 tokens) cannot hold them all; task by task, a task's samples restore its
+prompt whole. This runs the three ways (`WAYS`) on the same tasks and seeds, with the
+cpu-demo preset's engine (its weights, batch size, sampling temperature and min-p), in
+A-B-C-C-B-A order in one process, and counts the answers that differ between the ways:
+each answer has its own seed, so the llamacpp engine must give the same text in any.
 
     .venv/bin/python bench/call_size.py [--tasks 16] [--samples 5,8] [--engine-set KEY=VALUE]
 
@@ -34,22 +38,27 @@ from codeloop.config import load_preset, with_values
 from codeloop.engines import create
 from codeloop.evaluate.scoring import sample_seed
 
-WAYS = ("per index", "one call")
+WAYS = ("per index", "one call", "one call, by task")
+"""How a chunk's (task, sample) requests go to the engine: a call per sample index; one
+call, sample index by sample index (each index runs through the chunk's tasks); one
+call, task by task (a task's samples follow each other, so its prompt is decoded once
+and restored whole from the prefix cache for the others)."""
 
 
 def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
     """Every task's `samples` answers, in chunks of the engine's batch size, one way."""
     size, seed = settings["batch_size"], settings["seed"]
     texts: dict[tuple[str, int], str] = {}
-    tokens, calls = 0, 0
+    tokens, calls, prompt, prompt_s = 0, 0, 0, 0.0
     started = time.monotonic()
     for start in range(0, len(tasks), size):
         chunk = tasks[start : start + size]
-        groups = (
-            [[(task, i) for task in chunk] for i in range(samples)]
-            if way == "per index"
-            else [[(task, i) for i in range(samples) for task in chunk]]
-        )
+        groups = {
+            WAYS[0]: [[(task, i) for task in chunk] for i in range(samples)],
+            WAYS[1]: [[(task, i) for i in range(samples) for task in chunk]],
+            WAYS[2]: [[(task, i) for task in chunk for i in range(samples)]],
+        }[way]
+        before = dict(engine.decoder.stats)
         for group in groups:
             results = engine.generate(
                 [recipe.messages(task) for task, _i in group],
@@ -61,7 +70,18 @@ def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
             for (task, i), [completion] in zip(group, results, strict=True):
                 texts[(task.id, i)] = completion.text
                 tokens += completion.tokens
-    return {"texts": texts, "tokens": tokens, "seconds": time.monotonic() - started, "calls": calls}
+        after = engine.decoder.stats
+        prompt += after["prompt_tokens"] - before.get("prompt_tokens", 0)
+        prompt -= after["shared_tokens"] - before.get("shared_tokens", 0)
+        prompt_s += after["prompt_seconds"] - before.get("prompt_seconds", 0)
+    return {
+        "texts": texts,
+        "tokens": tokens,
+        "seconds": time.monotonic() - started,
+        "calls": calls,
+        "prompt_tokens": prompt,
+        "prompt_seconds": prompt_s,
+    }
 
 
 def main() -> None:
@@ -87,25 +107,23 @@ def main() -> None:
     engine = create(preset.engine)
     lines = [
         "| samples per task | way | engine calls | seconds (two passes) | useful tok/s "
-        "| vs per index | answers equal to per index's first pass |",
-        "|---|---|---|---|---|---|---|",
+        "| vs per index | prompt tokens decoded (two passes) | prompt s (two passes) "
+        "| answers equal to per index's first pass |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     try:
-        # A round asks greedy answers first, so its samples find their prompts in the
-        # prefix cache. Without this the first timed pass (per index) paid for every
-        # prompt and the others for none (its first pass ran 1.4-1.8x its second).
+        # A round asks greedy answers first, so its samples' prompts have been decoded
+        # once before (what the prefix cache holds of them then is up to its budget).
         engine.generate([recipe.messages(task) for task in tasks], max_tokens=8)
-        # The first long pass of a process ran 1.4-1.8x its repeat even with the prompts
-        # cached (RESULTS 03:59 UTC 7 Dec), whichever way it was; so one untimed pass
-        # goes first, and its seconds are printed to show that effect.
-        untimed = ask(engine, tasks, counts[0], WAYS[0], settings)
-        print(f"untimed first pass ({counts[0]} samples, {WAYS[0]}): {untimed['seconds']:.1f} s")
         for samples in counts:
             runs: dict[str, list[dict]] = {way: [] for way in WAYS}
             for way in (*WAYS, *WAYS[::-1]):
                 runs[way].append(ask(engine, tasks, samples, way, settings))
                 done = runs[way][-1]
-                print(f"{samples} samples, {way}: {done['tokens'] / done['seconds']:.1f} tok/s")
+                print(
+                    f"{samples} samples, {way}: {done['tokens'] / done['seconds']:.1f} tok/s, "
+                    f"{done['prompt_tokens']} prompt tokens decoded"
+                )
             first = runs[WAYS[0]][0]["texts"]
             rates = {
                 way: sum(p["tokens"] for p in passes) / sum(p["seconds"] for p in passes)
@@ -116,10 +134,12 @@ def main() -> None:
                 compared = passes[1 if way == WAYS[0] else 0]["texts"]
                 equal = sum(compared[key] == first[key] for key in first)
                 seconds = ", ".join(f"{p['seconds']:.1f}" for p in passes)
+                prompt = ", ".join(str(p["prompt_tokens"]) for p in passes)
+                prompt_s = ", ".join(f"{p['prompt_seconds']:.1f}" for p in passes)
                 lines.append(
                     f"| {samples} | {way} | {passes[0]['calls']} | {seconds} | "
-                    f"{rates[way]:.1f} | {rates[way] / rates[WAYS[0]]:.2f}x | "
-                    f"{equal}/{len(first)} |"
+                    f"{rates[way]:.1f} | {rates[way] / rates[WAYS[0]]:.2f}x | {prompt} | "
+                    f"{prompt_s} | {equal}/{len(first)} |"
                 )
     finally:
         engine.close()
@@ -133,11 +153,11 @@ def main() -> None:
         f"{weights}, adapters {adapters}), temperature {settings['temperature']}, min-p "
         f"{preset.engine.min_p}, max {settings['max_tokens']} tokens, seeds as a round "
         "draws them. Their prompts are in the prefix cache before the first pass (a "
-        "short call on the same tasks, as a round's greedy answers leave them), and an "
-        "untimed pass of the first count per index runs before the timed ones. "
-        "Order: per index, one call, one call, per index; rates over both "
-        "passes. Equal answers: per index's second pass, and one call's first pass, "
-        "against per index's first pass.",
+        "short call on the same tasks, as a round's greedy answers leave them). "
+        f"Order: {', '.join(WAYS)}, then back ({', '.join(WAYS[::-1])}); rates over "
+        "both passes. Prompt tokens decoded: those not restored from the prefix cache. "
+        "Equal answers: per index's second pass, and the others' first pass, against "
+        "per index's first pass.",
         "",
         f"llama.cpp build: {llama_build()}. CPU: {cpu_features()}.",
     ]
