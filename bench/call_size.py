@@ -38,11 +38,12 @@ from codeloop.config import load_preset, with_values
 from codeloop.engines import create
 from codeloop.evaluate.scoring import sample_seed
 
-WAYS = ("per index", "one call", "one call, by task")
+WAYS = ("per index", "one call", "one call, by task", "by task, newest kept")
 """How a chunk's (task, sample) requests go to the engine: a call per sample index; one
 call, sample index by sample index (each index runs through the chunk's tasks); one
 call, task by task (a task's samples follow each other, so its prompt is decoded once
-and restored whole from the prefix cache for the others)."""
+and restored whole from the prefix cache for the others, if it kept it); the same, with
+a prefix cache that never drops the prompt it stored last."""
 
 
 def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
@@ -57,7 +58,10 @@ def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
             WAYS[0]: [[(task, i) for task in chunk] for i in range(samples)],
             WAYS[1]: [[(task, i) for i in range(samples) for task in chunk]],
             WAYS[2]: [[(task, i) for task in chunk for i in range(samples)]],
+            WAYS[3]: [[(task, i) for task in chunk for i in range(samples)]],
         }[way]
+        # the prefix cache never drops the prompt it stored last (PrefixCache.keep_newest)
+        engine.decoder.cache.keep_newest = way == WAYS[3]
         before = dict(engine.decoder.stats)
         for group in groups:
             results = engine.generate(

@@ -149,9 +149,10 @@ class PrefixCache:
     exceeded; proven entries go least recently used first.
     """
 
-    def __init__(self, budget_bytes: int, recent: int = 4) -> None:
+    def __init__(self, budget_bytes: int, recent: int = 4, keep_newest: bool = False) -> None:
         self.budget = budget_bytes
         self.recent = recent
+        self.keep_newest = keep_newest
         self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
         self.size = 0
 
@@ -199,8 +200,11 @@ class PrefixCache:
         for victim in candidates[: max(0, len(candidates) - self.recent)]:
             self._drop(victim)
         while self.size > self.budget:
-            victim = next((k for k, e in self.entries.items() if not e.hits), None)
-            self._drop(victim if victim is not None else next(iter(self.entries)))
+            # keep_newest: the entry just stored is never the victim (the samples of one
+            # prompt asked one after another restore it whole), so proven entries may go
+            others = [k for k in self.entries if not (self.keep_newest and k == key)]
+            victim = next((k for k in others if not self.entries[k].hits), None)
+            self._drop(victim if victim is not None else others[0])
 
     def _drop(self, key: tuple[int, ...]) -> None:
         self.size -= len(self.entries.pop(key).data)
