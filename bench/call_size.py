@@ -1,15 +1,16 @@
-"""A chunk's samples in one engine call, against one call per sample index; and in
-which order.
+"""A chunk's samples in one engine call, against one call per sample index; and a
+task's prompt kept for its next sample.
 
 A round asks most of its answers as seeded samples: collect's `round.samples` per
 train task, and the gate's and audit's `confirm_samples` per task and side. They used
 to go to the engine one sample index at a time: a call of `batch_size` requests, whose
 last, longest answers decode with the batch nearly empty. Asked together, a chunk's
 samples keep the engine's batch full (a waiting request takes the place of one that
-finished). The order within the call decides how often a prompt is decoded: sample
-index by sample index, a chunk's prompts take turns and the prefix cache (a budget of
-about 1,000 tokens) cannot hold them all; task by task, a task's samples restore its
-prompt whole. This runs the three ways (`WAYS`) on the same tasks and seeds, with the
+finished). The engine sorts a call's requests by prompt, so a task's samples follow
+each other; since 7 Dec the decoder keeps a prompt whose next request asks it again
+(`BatchDecoder.keep_repeated`), where the prefix cache had dropped it as soon as the
+languages' shared prefixes filled its budget, and each sample decoded its task's part
+again. This runs the three ways (`WAYS`) on the same tasks and seeds, with the
 cpu-demo preset's engine (its weights, batch size, sampling temperature and min-p), in
 A-B-C-C-B-A order in one process, and counts the answers that differ between the ways:
 each answer has its own seed, so the llamacpp engine must give the same text in any.
@@ -38,12 +39,10 @@ from codeloop.config import load_preset, with_values
 from codeloop.engines import create
 from codeloop.evaluate.scoring import sample_seed
 
-WAYS = ("per index", "one call", "one call, by task", "by task, newest kept")
-"""How a chunk's (task, sample) requests go to the engine: a call per sample index; one
-call, sample index by sample index (each index runs through the chunk's tasks); one
-call, task by task (a task's samples follow each other, so its prompt is decoded once
-and restored whole from the prefix cache for the others, if it kept it); the same, with
-a prefix cache that never drops the prompt it stored last."""
+WAYS = ("per index", "one call, repeats not kept", "one call")
+"""How a chunk's (task, sample) requests go to the engine: a call per sample index (as
+before 765885d); one call, with the decoder's cache as before 7 Dec (`keep_repeated`
+off); one call, as a round asks them now."""
 
 
 def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
@@ -54,14 +53,12 @@ def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
     started = time.monotonic()
     for start in range(0, len(tasks), size):
         chunk = tasks[start : start + size]
-        groups = {
-            WAYS[0]: [[(task, i) for task in chunk] for i in range(samples)],
-            WAYS[1]: [[(task, i) for i in range(samples) for task in chunk]],
-            WAYS[2]: [[(task, i) for task in chunk for i in range(samples)]],
-            WAYS[3]: [[(task, i) for task in chunk for i in range(samples)]],
-        }[way]
-        # the prefix cache never drops the prompt it stored last (PrefixCache.keep_newest)
-        engine.decoder.cache.keep_newest = way == WAYS[3]
+        groups = (
+            [[(task, i) for task in chunk] for i in range(samples)]
+            if way == WAYS[0]
+            else [[(task, i) for i in range(samples) for task in chunk]]
+        )
+        engine.decoder.keep_repeated = way != WAYS[1]
         before = dict(engine.decoder.stats)
         for group in groups:
             results = engine.generate(

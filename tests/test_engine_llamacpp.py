@@ -213,6 +213,39 @@ def test_a_prompt_asked_again_restores_its_cells_from_the_cache(engine) -> None:
     assert restored == len(engine.encode(RECIPE[0])) - 1
 
 
+def test_a_prompt_s_samples_decode_it_once_when_the_cache_is_full(engine) -> None:
+    """The samples of one prompt, asked together, restore it whole from the cache even
+    when proven entries fill its budget (as the languages' shared prefixes do in a
+    round), where a prompt stored once used to be the first entry dropped."""
+    decoder = engine.decoder
+    budget = decoder.cache.budget
+    prompt = len(engine.encode(RECIPE[2]))
+
+    def decoded(keep: bool) -> tuple[int, list[str]]:
+        decoder.cache.clear()
+        decoder.keep_repeated = keep
+        engine.generate(RECIPE[2:3], max_tokens=4)  # the prompt's cells, to size them
+        size = decoder.cache.size
+        decoder.cache.clear()
+        decoder.cache.budget = size + size // 2  # room for one prompt, not two
+        decoder.cache.put((-1,) * 40, bytearray(size), proven=True)  # shares nothing
+        before = dict(decoder.stats)
+        rows = engine.generate(RECIPE[2:3], max_tokens=12, temperature=0.9, seed=7, n=3)
+        moved = decoder.stats["prompt_tokens"] - before["prompt_tokens"]
+        moved -= decoder.stats["shared_tokens"] - before["shared_tokens"]
+        return moved, texts(rows)
+
+    try:
+        kept, kept_texts = decoded(True)
+        dropped, dropped_texts = decoded(False)
+    finally:
+        decoder.cache.budget, decoder.keep_repeated = budget, True
+        decoder.cache.clear()
+    assert kept == prompt + 2  # decoded once; the other two restore all but its last token
+    assert dropped == 3 * prompt  # the old way: each sample decodes it again
+    assert kept_texts == dropped_texts and len(set(kept_texts)) > 1
+
+
 def test_cells_are_kept_as_q8_0_keys_and_values(engine) -> None:
     """The saved cells of a prompt weigh what q8_0 keys and values weigh (34 bytes per
     32 values), about half of float16's: the context is the one the notes describe."""

@@ -142,17 +142,17 @@ class PrefixCache:
     """Decoded prompt prefixes' KV cells (llama.cpp sequence state) in host memory.
 
     Keyed by their tokens. A prompt stored after decoding is only a candidate, while a
-    prefix that another prompt shared (stored cut back to the common part) or an entry
-    used whole (the same prompt asked again) has proved worth keeping. Candidates are
-    wanted right away (requests run in prompt order, so prompts that share follow each
-    other): only the `recent` newest are kept, and they go first when the budget is
-    exceeded; proven entries go least recently used first.
+    prefix that another prompt shared (stored cut back to the common part), an entry
+    used whole (the same prompt asked again), or a prompt whose next request asks it
+    again (the decoder knows: a task's samples wait one after another) has proved worth
+    keeping. Candidates are wanted right away (requests run in prompt order, so prompts
+    that share follow each other): only the `recent` newest are kept, and they go first
+    when the budget is exceeded; proven entries go least recently used first.
     """
 
-    def __init__(self, budget_bytes: int, recent: int = 4, keep_newest: bool = False) -> None:
+    def __init__(self, budget_bytes: int, recent: int = 4) -> None:
         self.budget = budget_bytes
         self.recent = recent
-        self.keep_newest = keep_newest
         self.entries: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
         self.size = 0
 
@@ -200,11 +200,8 @@ class PrefixCache:
         for victim in candidates[: max(0, len(candidates) - self.recent)]:
             self._drop(victim)
         while self.size > self.budget:
-            # keep_newest: the entry just stored is never the victim (the samples of one
-            # prompt asked one after another restore it whole), so proven entries may go
-            others = [k for k in self.entries if not (self.keep_newest and k == key)]
-            victim = next((k for k in others if not self.entries[k].hits), None)
-            self._drop(victim if victim is not None else others[0])
+            victim = next((k for k, e in self.entries.items() if not e.hits), None)
+            self._drop(victim if victim is not None else next(iter(self.entries)))
 
     def _drop(self, key: tuple[int, ...]) -> None:
         self.size -= len(self.entries.pop(key).data)
@@ -234,6 +231,12 @@ class BatchDecoder:
         self.cache = PrefixCache(cache_mib << 20)
         self.kv_type = KV_TYPE  # read when the context is (re)built
         self.stats = {"prompt_tokens": 0, "shared_tokens": 0, "decode_calls": 0, "moves": 0}
+        # A prompt whose next request asks it again is cached as proven, so that request
+        # restores it whole: a chunk's samples of a task are sorted together, and as a
+        # mere candidate the prompt was the first victim once the languages' proven
+        # prefixes filled the budget, each sample decoding its task's part again
+        # (bench/call_size.py; False: as before, for that comparison).
+        self.keep_repeated = True
         # Where the time goes (bench/engines.py prints the split): llama_decode of prompt
         # tokens, llama_decode of the next tokens, and sampling them.
         self.stats.update(prompt_seconds=0.0, decode_seconds=0.0, sample_seconds=0.0)
@@ -418,7 +421,8 @@ class BatchDecoder:
                 while waiting and len(running) < parallel:
                     seq = waiting.popleft()
                     seq.sampler = self._sampler(temperature, seq.seed, min_p, top_p)
-                    self._admit(len(running), seq, memory, share_prefix)
+                    again = self.keep_repeated and bool(waiting) and waiting[0].prompt == seq.prompt
+                    self._admit(len(running), seq, memory, share_prefix, again)
                     running.append(seq)
                 self._step(running, memory, stop)
                 self._compact(running, memory)
@@ -430,9 +434,12 @@ class BatchDecoder:
             C.llama_memory_clear(memory, False)
         return seqs
 
-    def _admit(self, stream: int, seq: Sequence, memory: Any, share: bool) -> None:
+    def _admit(
+        self, stream: int, seq: Sequence, memory: Any, share: bool, again: bool = False
+    ) -> None:
         """Put every token of `seq`'s prompt but its last into the empty `stream`:
-        restored from the prefix cache as far as it reaches, decoded from there."""
+        restored from the prefix cache as far as it reaches, decoded from there.
+        `again`: the next request asks the same prompt, so its cells are kept as proven."""
         import llama_cpp as C
 
         C.llama_memory_seq_rm(memory, stream, -1, -1)  # also moves the stream's head to 0
@@ -453,7 +460,7 @@ class BatchDecoder:
                 self.stats["shared_tokens"] += length
         self._prefill(stream, prompt, start, end)
         if share and end >= SHARE_MIN and start < end:
-            self.cache.put(tuple(prompt[:end]), self._state(stream), proven=False)
+            self.cache.put(tuple(prompt[:end]), self._state(stream), proven=again)
         self.stats["prompt_tokens"] += len(prompt)
         seq.next_token = prompt[-1]
 
