@@ -49,7 +49,9 @@ def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
     """Every task's `samples` answers, in chunks of the engine's batch size, one way."""
     size, seed = settings["batch_size"], settings["seed"]
     texts: dict[tuple[str, int], str] = {}
-    tokens, calls, prompt, prompt_s = 0, 0, 0, 0.0
+    tokens, calls = 0, 0
+    engine.decoder.keep_repeated = way != WAYS[1]
+    before = dict(engine.decoder.stats)
     started = time.monotonic()
     for start in range(0, len(tasks), size):
         chunk = tasks[start : start + size]
@@ -58,8 +60,6 @@ def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
             if way == WAYS[0]
             else [[(task, i) for i in range(samples) for task in chunk]]
         )
-        engine.decoder.keep_repeated = way != WAYS[1]
-        before = dict(engine.decoder.stats)
         for group in groups:
             results = engine.generate(
                 [recipe.messages(task) for task, _i in group],
@@ -71,17 +71,15 @@ def ask(engine, tasks: list, samples: int, way: str, settings: dict) -> dict:
             for (task, i), [completion] in zip(group, results, strict=True):
                 texts[(task.id, i)] = completion.text
                 tokens += completion.tokens
-        after = engine.decoder.stats
-        prompt += after["prompt_tokens"] - before.get("prompt_tokens", 0)
-        prompt -= after["shared_tokens"] - before.get("shared_tokens", 0)
-        prompt_s += after["prompt_seconds"] - before.get("prompt_seconds", 0)
+    seconds = time.monotonic() - started
+    moved = {key: engine.decoder.stats[key] - before[key] for key in before}
     return {
         "texts": texts,
         "tokens": tokens,
-        "seconds": time.monotonic() - started,
+        "seconds": seconds,
         "calls": calls,
-        "prompt_tokens": prompt,
-        "prompt_seconds": prompt_s,
+        "prompt_tokens": moved["prompt_tokens"] - moved["shared_tokens"],
+        "prompt_seconds": moved["prompt_seconds"],
     }
 
 
@@ -105,6 +103,8 @@ def main() -> None:
         "max_tokens": preset.engine.max_tokens,
         "temperature": preset.round.sample_temperature,
     }
+    if preset.engine.kind != "llamacpp":
+        raise SystemExit("bench/call_size.py compares the llamacpp engine's batch decoder")
     engine = create(preset.engine)
     lines = [
         "| samples per task | way | engine calls | seconds (two passes) | useful tok/s "
