@@ -579,12 +579,17 @@ def preset_names() -> list[str]:
     )
 
 
-def load_preset(name: str) -> SessionConfig:
-    """Load a bundled preset by name (`cpu-demo`, `gpu`)."""
+def preset_text(name: str) -> str:
+    """The TOML text of a bundled preset as shipped (its sha256 is what a session records
+    of where its config came from: `codeloop/loop/origin.py`)."""
     if name not in preset_names():
         raise ConfigError(f"unknown preset {name!r}; choose one of: {', '.join(preset_names())}")
-    text = (resources.files("codeloop") / "presets" / f"{name}.toml").read_text(encoding="utf-8")
-    return parse(text, f"preset {name}")
+    return (resources.files("codeloop") / "presets" / f"{name}.toml").read_text(encoding="utf-8")
+
+
+def load_preset(name: str) -> SessionConfig:
+    """Load a bundled preset by name (`cpu-demo`, `gpu`)."""
+    return parse(preset_text(name), f"preset {name}")
 
 
 def resolve(config: str | os.PathLike[str] | None, preset: str | None) -> SessionConfig:

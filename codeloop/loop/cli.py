@@ -20,7 +20,7 @@ from typer.core import TyperCommand
 from codeloop import config as session_config
 from codeloop import store
 from codeloop.errors import CodeloopError, ConfigError
-from codeloop.loop import display
+from codeloop.loop import display, origin
 from codeloop.loop.common import PHASES, install_stop_handler, status
 from codeloop.loop.launcher import (
     EXIT_CRASH,
@@ -68,7 +68,12 @@ def run(
 ) -> None:
     """Run loop rounds; run it again after a crash or pause and it continues."""
     chosen = session_config.resolve(config, preset) if (config or preset) else None
-    paths = open_session(session, chosen)
+    made_from = None
+    if config is not None:
+        made_from = origin.from_file(config)
+    elif chosen is not None:
+        made_from = origin.from_preset(preset or "cpu-demo", chosen)
+    paths = open_session(session, chosen, made_from)
     out.print(f"session {paths.root}: rounds 1..{rounds}")
     code = Launcher(paths).run(rounds)
     if code:
@@ -142,16 +147,24 @@ def verify(
         help="Also run every training row's program, and every recorded validation, audit and "
         "confirmation answer, again in the sandbox.",
     ),
+    expect_digest: str | None = typer.Option(
+        None,
+        "--expect-digest",
+        help="A round digest saved when it was printed: fail unless it is still one of "
+        "the session's finished rounds' digests.",
+    ),
     positional: Path | None = typer.Argument(None, hidden=True, metavar="SESSION"),
 ) -> None:
-    """Recompute a session's recorded sha256s and re-check its invariants; exit 1 on any
-    violation."""
+    """Recompute a session's recorded sha256s, rebuild its config and tasks, and re-check
+    its invariants; exit 1 on any violation. What cannot be re-derived is named as taken
+    on trust."""
     from rich.table import Table
 
+    from codeloop.loop.digest import digests
     from codeloop.loop.verify import verify_session
 
     session = _session(session_option, positional, "verify")
-    findings = verify_session(session, recheck=recheck)
+    findings = verify_session(session, recheck=recheck, expect_digest=expect_digest)
     table = Table(title=f"codeloop verify {session}")
     for column in ("round", "check", "result", "detail"):
         table.add_column(column)
@@ -160,18 +173,27 @@ def verify(
         grouped.setdefault((finding.round, finding.check), []).append(finding)
     for (number, check), items in grouped.items():
         failed = [f for f in items if not f.ok]
-        result = "[red]VIOLATED[/]" if failed else "[green]ok[/]"
-        detail = "; ".join(f.detail for f in failed[:3]) + (
-            f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        trusted = [f for f in items if f.trusted]
+        shown = failed or trusted
+        if failed:
+            result = "[red]VIOLATED[/]"
+        else:
+            result = "[yellow]on trust[/]" if trusted else "[green]ok[/]"
+        detail = "; ".join(f.detail for f in shown[:3]) + (
+            f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
         )
-        count = f" ({len(items)})" if len(items) > 1 and not failed else ""
+        count = f" ({len(items)})" if len(items) > 1 and not shown else ""
         table.add_row("-" if number is None else str(number), check + count, result, detail)
     out.print(table)
+    for number, value in digests(session).items():
+        out.print(f"round {number} digest {value}", highlight=False)
     violations = sum(not f.ok for f in findings)
+    on_trust = sum(f.trusted for f in findings)
+    trust_note = f"; {on_trust} taken on trust, named above" if on_trust else ""
     if violations:
-        out.print(f"[red]{violations} violation(s)[/]")
+        out.print(f"[red]{violations} violation(s)[/]{trust_note}")
         raise typer.Exit(1)
-    out.print(f"[green]every check holds[/] ({len(findings)} checks)")
+    out.print(f"[green]every check holds[/] ({len(findings) - on_trust} checks{trust_note})")
 
 
 def export_dataset(

@@ -36,7 +36,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from codeloop import config as session_config
 from codeloop import store
 from codeloop.errors import CodeloopError, ConfigError
-from codeloop.loop import display
+from codeloop.loop import digest, display, origin
 from codeloop.loop.common import EXIT_PAUSED, PHASES, status
 
 LAUNCHER_ENV = "CODELOOP_LAUNCHER_PID"
@@ -86,8 +86,17 @@ def phase_lock(paths: store.SessionPaths) -> contextlib.AbstractContextManager[N
     )
 
 
-def open_session(root: Path, config: session_config.SessionConfig | None) -> store.SessionPaths:
-    """Create the session folder with its config, or check a given config against it."""
+def open_session(
+    root: Path,
+    config: session_config.SessionConfig | None,
+    made_from: dict[str, Any] | None = None,
+) -> store.SessionPaths:
+    """Create the session folder with its config, or check a given config against it.
+
+    `made_from` (`loop/origin.py`: a preset with its overrides, or a user's file) is
+    recorded beside a new config so that `codeloop verify` can rebuild it; without it a
+    new session's config is taken on trust, except the default preset's, recorded here.
+    """
     paths = store.SessionPaths(root.resolve())
     if paths.config.exists():
         saved = session_config.load(paths.config)
@@ -99,7 +108,10 @@ def open_session(root: Path, config: session_config.SessionConfig | None) -> sto
     else:
         if config is None:
             config = session_config.load_preset("cpu-demo")
+            made_from = origin.from_preset("cpu-demo", config)
         paths.root.mkdir(parents=True, exist_ok=True)
+        if made_from is not None:
+            origin.record(paths.root, made_from)
         store.write_text(paths.config, session_config.dumps(config))
     if not paths.status.exists():
         store.write_json(paths.status, status(paths))
@@ -256,10 +268,23 @@ class Launcher:
                         if code:
                             return code
                     self.console.print(display.round_view(self.paths.round(number)))
+                    self._print_digest(number)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return 0
+
+    def _print_digest(self, number: int) -> None:
+        """The round's root digest over the whole chain (`loop/digest.py`): saved outside
+        the session, it shows any later rewrite (`codeloop verify --expect-digest`)."""
+        value = digest.round_digest(self.paths.root, number)
+        if value is not None:
+            self.console.print(
+                f"round {number} digest {value} (save it; codeloop verify --session "
+                f"{self.paths.root} --expect-digest {value} checks it later)",
+                highlight=False,
+                soft_wrap=True,
+            )
 
     def _paused(self, number: int, phase: str) -> int:
         self.console.print(

@@ -239,6 +239,24 @@ def _changes(view: RoundView) -> str:
     return f"<h3>Round {view.number}</h3>" + "".join(parts)
 
 
+def _digests(root: Path) -> str:
+    """Each finished round's root digest (`loop/digest.py`), to save outside the session:
+    `codeloop verify --expect-digest D` later shows whether anything of the chain changed."""
+    from codeloop.loop.digest import digests
+
+    found = digests(root)
+    if not found:
+        return ""
+    rows = "".join(f"<tr><td>{n}</td><td><code>{_e(d)}</code></td></tr>" for n, d in found.items())
+    return (
+        "<h3>Round digests</h3><p>Save these outside the session; "
+        "<code>codeloop verify --expect-digest DIGEST</code> fails if any file of the chain "
+        "changed since.</p><table class='digests'><tr><th>round</th><th>digest</th></tr>"
+        + rows
+        + "</table>"
+    )
+
+
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; width: 100%; }
@@ -277,6 +295,7 @@ def render(root: Path) -> str:
         f"report by codeloop {_e(__version__)}.</p>"
         "<h2>Decisions</h2>"
         + _decisions(views)
+        + _digests(root)
         + sections
         + "<h2>Tasks gained and lost</h2>"
         + (changes or "<p>No validation task changed its verdict.</p>")

@@ -44,26 +44,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from codeloop import config as session_config
 from codeloop import recipe, store
 from codeloop.engines.base import adapter_sha256
 from codeloop.errors import CodeloopError
 from codeloop.evaluate import scoring
 from codeloop.evaluate.scoring import program_of
+from codeloop.loop import digest, origin
 from codeloop.loop.common import PHASES
 from codeloop.loop.prepare import check_assignment
+from codeloop.loop.rederive import Rederiver, audit_tasks, canonical
 from codeloop.sandbox import Check
 from codeloop.tasks.schema import Task
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One check: where, what, whether it holds, and why not."""
+    """One check: where, what, whether it holds, and why not.
+
+    `trusted`: what the check covers could not be re-derived, so it is taken on trust
+    (named, with why, in `detail`): never a violation, and never reported as holding.
+    """
 
     round: int | None
     check: str
     ok: bool
     detail: str = ""
+    trusted: bool = False
+
+
+_UNREADABLE = (CodeloopError, KeyError, TypeError, ValueError, AttributeError, OSError)
+"""What a file given to judge can raise when read as the phases wrote it: verify turns
+each into a failed check naming the file, never a traceback."""
 
 
 class _Checks:
@@ -73,6 +87,10 @@ class _Checks:
     def add(self, number: int | None, check: str, ok: bool, detail: str = "") -> bool:
         self.findings.append(Finding(number, check, ok, "" if ok else detail))
         return ok
+
+    def trust(self, number: int | None, check: str, detail: str) -> None:
+        """What `check` covers is taken on trust, for the reason `detail` gives."""
+        self.findings.append(Finding(number, check, True, detail, trusted=True))
 
     def sha(self, number: int | None, check: str, path: Path, expected: str | None) -> bool:
         if expected is None:
@@ -124,18 +142,27 @@ class _Seen:
     rows_to_recheck: list[tuple[int, dict[str, Any], str]] = field(default_factory=list)
     accepted: list[int] = field(default_factory=list)
     evidence: _Evidence = field(default_factory=lambda: _Evidence())
+    invalid: set[str] = field(default_factory=set)
+    """Ids of recorded tasks whose content does not validate (failed as `task content`)."""
+    rederiver: Rederiver | None = None
+    """Rebuilds tasks from the session config's sources (None: the config is unreadable)."""
 
 
-def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
+def verify_session(
+    root: str | Path, recheck: bool = False, expect_digest: str | None = None
+) -> list[Finding]:
     """Every check of the module docstring on the session at `root`."""
     session = store.SessionPaths(root)
     if not session.config.exists():
         raise CodeloopError(f"{session.root}: not a session folder (no config.toml)")
     checks = _Checks()
-    development = _read(session.development)
-    seen = _Seen(sorted(t["id"] for t in development["tasks"]) if development else None)
+    seen = _Seen(None, rederiver=_check_config(checks, session.root))
+    _check_development(checks, session, seen)
     for number in session.rounds():
-        _check_round(checks, session, number, seen, recheck)
+        try:
+            _check_round(checks, session, number, seen, recheck)
+        except _UNREADABLE as error:
+            checks.add(number, "readable", False, f"the round cannot be checked further: {error}")
     status = _read(session.status)
     if status is not None:
         expected = f"{store.round_name(seen.accepted[-1])}/adapter" if seen.accepted else None
@@ -147,8 +174,146 @@ def verify_session(root: str | Path, recheck: bool = False) -> list[Finding]:
             f"gives {expected}",
         )
     if recheck:
-        _recheck(checks, session.root, seen.rows_to_recheck, seen.evidence)
+        try:
+            _recheck(checks, session.root, seen.rows_to_recheck, seen.evidence)
+        except _UNREADABLE as error:
+            checks.add(None, "recheck", False, f"the recheck could not be set up: {error}")
+    if expect_digest is not None:
+        _check_digest(checks, session.root, expect_digest)
     return checks.findings
+
+
+def _check_config(checks: _Checks, root: Path) -> Rederiver | None:
+    """config.toml against the config its origin record rebuilds (`loop/origin.py`);
+    returns what rebuilds the session's tasks from it (None when it cannot be read)."""
+    try:
+        config = session_config.load(store.SessionPaths(root).config)
+    except CodeloopError as error:
+        checks.add(None, "config", False, f"config.toml: {error}")
+        return None
+    try:
+        differing, rebuilt = origin.compare(root)
+    except CodeloopError as error:
+        checks.add(None, "config", False, f"{origin.ORIGIN_FILE}: {error}")
+        return Rederiver(config)
+    if rebuilt.config is None:
+        checks.trust(None, "config", f"config.toml is taken on trust: {rebuilt.why_not}")
+    else:
+        checks.add(
+            None,
+            "config",
+            not differing,
+            "config.toml differs from the config its origin rebuilds at "
+            + "; ".join(differing[:6])
+            + (f" (+{len(differing) - 6} more)" if len(differing) > 6 else ""),
+        )
+    if rebuilt.trusted:
+        checks.trust(None, "config overrides", f"taken on trust: {rebuilt.trusted}")
+    return Rederiver(config)
+
+
+def _check_development(checks: _Checks, session: store.SessionPaths, seen: _Seen) -> None:
+    """development.json: readable, and each of its tasks the one its source gives."""
+    try:
+        development = _read(session.development)
+        if development is not None:
+            seen.fixed = sorted(t["id"] for t in development["tasks"])
+            _rederive(checks, None, "development.json", development["tasks"], seen)
+    except _UNREADABLE as error:
+        checks.add(None, "development set", False, f"development.json: unreadable: {error}")
+
+
+def _valid_tasks(checks: _Checks, number: int, tasks: list[dict[str, Any]], seen: _Seen) -> None:
+    """Each recorded task of tasks.json is a valid task whose content gives its id: one
+    edited without its id recomputed fails here, by id, and is left out of every re-run
+    (the recheck cannot compose a test from a task that is not one)."""
+    bad = []
+    for task in tasks:
+        try:
+            Task.model_validate(task)
+        except _UNREADABLE as error:
+            identity = task.get("id") if isinstance(task, dict) else None
+            seen.invalid.add(str(identity))
+            bad.append(f"{identity}: {_reason(error)}")
+    checks.add(
+        number,
+        "task content",
+        not bad,
+        f"tasks.json: {len(bad)} task(s) not valid: " + "; ".join(bad[:3]),
+    )
+
+
+def _reason(error: Exception) -> str:
+    """An error's message in one line (pydantic's first problem, without its URL)."""
+    if isinstance(error, ValidationError) and error.errors():
+        return str(error.errors()[0]["msg"]).removeprefix("Value error, ")[:300]
+    return str(error).strip().splitlines()[0][:300] if str(error).strip() else repr(error)
+
+
+def _rederive(
+    checks: _Checks, number: int | None, name: str, tasks: list[dict[str, Any]], seen: _Seen
+) -> None:
+    """Each task of `name`, byte for byte against the one its source gives (`rederive`)."""
+    if seen.rederiver is None:
+        checks.trust(number, "tasks rebuilt", f"{name}: config.toml unreadable, no source known")
+        return
+    failed, trusted = [], []
+    for task in tasks:
+        judged = seen.rederiver.judge(task)
+        if judged.outcome == "trust":
+            trusted.append(f"{task.get('id')}: not re-derivable ({judged.detail})")
+        elif judged.outcome != "same":
+            failed.append(f"{task.get('id')} ({task.get('language')}): {judged.detail}")
+    checks.add(
+        number,
+        "tasks rebuilt",
+        not failed,
+        f"{name}: {len(failed)} task(s) not as their source gives them: " + "; ".join(failed[:3]),
+    )
+    if trusted:
+        checks.trust(
+            number, "tasks rebuilt", f"{name}: {len(trusted)} task(s): " + "; ".join(trusted[:2])
+        )
+
+
+def _rederive_audit(checks: _Checks, number: int, folder: Path, seen: _Seen) -> None:
+    """audit-tasks.json's tasks are the audit's suites as their definition gives them."""
+    if seen.rederiver is None or not (folder / "audit-tasks.json").exists():
+        return
+    try:
+        recorded = store.read(folder / "audit-tasks.json")["tasks"]
+        rebuilt = audit_tasks(seen.rederiver.config)
+    except _UNREADABLE as error:
+        checks.trust(number, "audit tasks rebuilt", f"not re-derivable here: {error}")
+        return
+    differing = [
+        f"{old.get('id')}: differs in "
+        + ", ".join(sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)))
+        for old, new in zip(recorded, rebuilt, strict=False)
+        if canonical(old) != canonical(new)
+    ]
+    if len(recorded) != len(rebuilt):
+        differing.insert(0, f"{len(recorded)} tasks, the suites give {len(rebuilt)}")
+    checks.add(
+        number,
+        "audit tasks rebuilt",
+        not differing,
+        "audit-tasks.json is not the audit's suites: " + "; ".join(differing[:3]),
+    )
+
+
+def _check_digest(checks: _Checks, root: Path, expected: str) -> None:
+    """The digest a reader saved is one of the finished rounds' digests now."""
+    found = digest.digests(root)
+    matching = [number for number, value in found.items() if value == expected.strip().lower()]
+    checks.add(
+        matching[0] if matching else None,
+        "expected digest",
+        bool(matching),
+        f"{expected[:16]}... is no finished round's digest now (rounds "
+        f"{', '.join(f'{n}: {d[:12]}' for n, d in found.items()) or 'none finished'}): a file "
+        "of the chain changed since it was published, or it is another session's",
+    )
 
 
 def _check_round(
@@ -168,6 +333,9 @@ def _check_round(
         checks.add(number, "splits", True)
     except CodeloopError as error:
         checks.add(number, "splits", False, str(error))
+    _valid_tasks(checks, number, assigned["train"] + assigned["validation"], seen)
+    _rederive(checks, number, "tasks.json", assigned["train"] + assigned["validation"], seen)
+    _rederive_audit(checks, number, folder, seen)
     if seen.fixed is not None:
         checks.add(
             number,
@@ -202,7 +370,8 @@ def _check_round(
         if finish.get("accepted"):
             seen.accepted.append(number)
     if recheck:
-        _gather(seen.evidence, number, folder, result, assigned["validation"])
+        valid = [t for t in assigned["validation"] if t["id"] not in seen.invalid]
+        _gather(seen.evidence, number, folder, result, valid)
 
 
 def _check_export_rows(
@@ -219,6 +388,15 @@ def _check_export_rows(
         if task is None or planted:
             what = "a validation task or family" if planted else "no train task"
             checks.add(number, "export rows", False, f"{row.get('task_id')}: {what}")
+            continue
+        if task["id"] in seen.invalid:
+            checks.add(
+                number,
+                "export rows",
+                False,
+                f"{task['id']}: its task in tasks.json is not valid (task content), so its "
+                "program cannot be re-run",
+            )
             continue
         program = _program(row)
         recorded = row.get("verification", {}).get("program_sha256")
@@ -414,7 +592,7 @@ def _rows(
     for row in (data or {}).get("rows", []):
         task = tasks.get(row.get("id"))
         if task is None:
-            evidence.fail(number, name, f"{row.get('id')}: not one of the round's tasks")
+            evidence.fail(number, name, f"{row.get('id')}: not one of the round's valid tasks")
             continue
         answer = row.get("answer")
         program = program_of(task, answer) if isinstance(answer, str) else row.get("program")
@@ -444,7 +622,7 @@ def _samples(
         for row in (data or {}).get("rows", []):
             task = tasks.get(row.get("id"))
             if task is None:
-                evidence.fail(number, file, f"{row.get('id')}: not one of the round's tasks")
+                evidence.fail(number, file, f"{row.get('id')}: not one of the round's valid tasks")
                 continue
             for index, recorded in enumerate(row.get("passes", [])):
                 label = f"{task.id} sample {index}"
