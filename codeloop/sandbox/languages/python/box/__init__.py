@@ -28,6 +28,9 @@ from pathlib import Path
 
 FILES = ("_codeloop_codec.py", "_codeloop_server.py", "_codeloop_driver.py")
 ZYGOTE = "_codeloop_zygote.py"
+SCRIPT = "_codeloop_script.py"
+"""How a stdio program is started, cold (`script_code`, as `-c` code) and warm (imported
+by the zygote): one text for both."""
 DRIVER = "_codeloop_driver.py"
 SERVER = "_codeloop_server.py"
 CODEC = "_codeloop_codec.py"
@@ -45,6 +48,16 @@ def _read() -> tuple[tuple[str, bytes], ...]:
     return tuple((name, folder.joinpath(name).read_bytes()) for name in FILES)
 
 
+@functools.cache
+def script_code() -> str:
+    """`_codeloop_script.py`'s text, the `-c` code a cold stdio run starts with. It must
+    hold no curly brackets: argv templates go through `str.format`."""
+    text = resources.files(__name__).joinpath(SCRIPT).read_text()
+    if "{" in text or "}" in text:
+        raise ValueError(f"{SCRIPT} holds a curly bracket; argv templates are formatted")
+    return text
+
+
 def installed(root: Path) -> Path:
     """A world-readable copy of the warm sandbox's files (the zygote and the files above)
     in `root/pybox/<hash>/`, made once; what the zygote's sandbox binds.
@@ -52,7 +65,8 @@ def installed(root: Path) -> Path:
     Never the package folder itself: a checkout in a folder other users cannot enter
     (`mktemp -d`, /root/..., a 0700 home) is out of reach of the sandbox's uid, and
     what a sandbox reads at check time must not be a file the user may be editing."""
-    files = dict(_read()) | {ZYGOTE: resources.files(__name__).joinpath(ZYGOTE).read_bytes()}
+    folder = resources.files(__name__)
+    files = dict(_read()) | {name: folder.joinpath(name).read_bytes() for name in (ZYGOTE, SCRIPT)}
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name] + b"\0")

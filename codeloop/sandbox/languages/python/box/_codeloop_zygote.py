@@ -30,6 +30,7 @@ interpreter: nothing a check changes (files, processes, builtins, sys.modules,
 globals) reaches the next one, which is cloned from the untouched zygote.
 """
 
+import atexit
 import contextlib
 import ctypes
 import json
@@ -43,6 +44,7 @@ import sys
 import traceback
 
 import _codeloop_driver as driver
+import _codeloop_script as script
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -259,6 +261,9 @@ def _inside(spec, report, lockdown):
         if fd > 2:
             os.close(fd)
     os.closerange(3, 1 << 16)
+    # Bound before the program runs: it may rebind os._exit, os.close or builtins (an
+    # anti-cheat prelude's `os._exit = None`), which must not change how this ends.
+    close, exit_now, error_type = os.close, os._exit, OSError
     if check.get("mode") == "script":
         code = _script("/box/main.py", data)
     else:
@@ -266,63 +271,65 @@ def _inside(spec, report, lockdown):
     # The output ends here, before the exit tears this process and its namespaces down
     # (see bench/warm_end.py): a run whose stdout ends in the nonce is then over for the
     # worker (`runs.collect_output`'s `finished`), which needs no exit status for it.
-    os.close(1)
-    os.close(2)
-    os._exit(code)
+    for fd in (1, 2):
+        try:  # noqa: SIM105 (the program closed it itself)
+            close(fd)
+        except error_type:
+            pass
+    exit_now(code)
 
 
 def _script(path, source):
-    """A stdio program run as `python3 -S -E -B path` runs it (a SandboxFusion-style
-    `/run_code`), in this check process: the program is `__main__` with its argv and
-    folder, and exits as the interpreter would: 0, SystemExit's code (a message printed
-    and 1 for one that is not an int), 1 after printing an uncaught exception's
-    traceback (without this frame), 120 when its output cannot be flushed. Non-daemon
-    threads are waited for, as at interpreter exit; atexit handlers are not run."""
-    import builtins
-    import types
-
-    main = types.ModuleType("__main__")
-    main.__file__ = path
-    main.__builtins__ = builtins
-    sys.modules["__main__"] = main
-    sys.argv[:] = [path]
-    sys.path[0] = os.path.dirname(path)
+    """A stdio program run as `python3 -S -E -B main.py` runs it (a SandboxFusion-style
+    `/run_code`), in this check process, by the same `_codeloop_script.run` the cold path
+    runs; then the interpreter's own exit, which the program may not change: non-daemon
+    threads waited for, atexit handlers run, sys.stdout and sys.stderr flushed (120 when
+    that fails), then the original ones, which the interpreter flushes as it tears down
+    (a failure there changes no status). All used after the program is bound before it."""
+    modules, system_exit, base_exception = sys.modules, SystemExit, BaseException
+    getattr_, status_of, flush = getattr, script.status, _flush
+    run_atexit = atexit._run_exitfuncs
+    atexit._clear()  # the zygote's own handlers are not the program's
     status = 0
     try:
-        code = compile(source, path, "exec")
-    except (SyntaxError, ValueError) as error:
-        traceback.print_exception(type(error), error, None)
+        script.run(path, source)
+    except system_exit as error:
+        status = status_of(error.code)
+    except base_exception:  # `run` ends every exception in SystemExit; this is a fault
         status = 1
-    else:
-        try:
-            exec(code, main.__dict__)
-        except SystemExit as error:
-            status = _exit_status(error.code)
-        except BaseException as error:  # what the interpreter prints, then exit 1
-            traceback.print_exception(type(error), error, error.__traceback__.tb_next)
-            status = 1
-        threading = sys.modules.get("threading")
-        if threading is not None:
-            with contextlib.suppress(BaseException):
-                threading._shutdown()
-    try:
-        sys.stdout.flush()
-    except BaseException:
-        status = 120
-    with contextlib.suppress(BaseException):
-        sys.stderr.flush()
+    threading = modules.get("threading")
+    if threading is not None:
+        try:  # noqa: SIM105 (bound privately: contextlib may be patched)
+            threading._shutdown()
+        except base_exception:
+            pass
+    try:  # noqa: SIM105
+        run_atexit()
+    except base_exception:
+        pass
+    for name in ("stdout", "stderr"):
+        if not flush(getattr_(sys, name, None)):
+            status = 120
+    for name in ("__stdout__", "__stderr__"):  # restored, flushed; a failure ignored
+        flush(getattr_(sys, name, None))
     return status
 
 
-def _exit_status(code):
-    """The exit status the interpreter gives `SystemExit(code)`."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    with contextlib.suppress(BaseException):
-        print(code, file=sys.stderr)
-    return 1
+def _flush(stream, _getattr=getattr, _base=BaseException):
+    """Flush one standard stream as the interpreter does at exit: None or closed is left
+    alone; False when flushing failed."""
+    if stream is None:
+        return True
+    try:
+        if _getattr(stream, "closed", False):
+            return True
+    except _base:
+        pass
+    try:
+        stream.flush()
+    except _base:
+        return False
+    return True
 
 
 def _run_g(spec, report, lockdown):
