@@ -413,11 +413,41 @@ class GateConfig(Section):
     )
     confirm_temperature: float = Field(1.0, gt=0, le=2.0, description="Their temperature.")
     confirm_alpha: float = Field(0.05, gt=0, lt=1, description="Their one-sided p threshold.")
+    looks: list[int] = Field(
+        default_factory=list,
+        description="'paired' only: the samples per side at which the gate looks, ascending, "
+        "the last = confirm_samples (e.g. [2, 4, 8]). At each look but the last it stops "
+        "promising when the gain's z is above efficacy_z, and not promising when it is below "
+        "futility_z; the last look decides with efficacy_z. Empty: one look, at the lower "
+        "bound of confirm_alpha.",
+    )
+    efficacy_z: float | None = Field(
+        None,
+        description="With looks: the z (gain / its standard error) above which a look calls "
+        "the candidate promising; its error rate is simulated, not assumed "
+        "(`codeloop guard rates`).",
+    )
+    futility_z: float | None = Field(
+        None,
+        description="With looks: the z below which an interim look stops, not promising "
+        "(unset: never stops early for futility).",
+    )
 
     @model_validator(mode="after")
     def _paired_needs_samples(self) -> GateConfig:
         if self.rule == "paired" and not self.confirm_samples:
             raise ValueError("gate.rule = 'paired' needs gate.confirm_samples >= 1")
+        if self.looks:
+            if self.rule != "paired":
+                raise ValueError("gate.looks needs gate.rule = 'paired'")
+            ascending = all(a < b for a, b in zip(self.looks, self.looks[1:], strict=False))
+            if not ascending or self.looks[0] < 1 or self.looks[-1] != self.confirm_samples:
+                raise ValueError(
+                    f"gate.looks {self.looks} must ascend from >= 1 to gate.confirm_samples "
+                    f"({self.confirm_samples})"
+                )
+            if self.efficacy_z is None:
+                raise ValueError("gate.looks needs gate.efficacy_z (the bound of every look)")
         return self
 
 
@@ -438,7 +468,7 @@ class AuditConfig(Section):
         description="Use at most this many tasks of each suite (unset: all of them); a "
         "smaller audit is a smoke test, and the decision says so.",
     )
-    rule: Literal["confirmed", "strict", "paired"] = Field(
+    rule: Literal["confirmed", "strict", "paired", "likelihood"] = Field(
         "confirmed",
         description="How the audit decides 'no loss' (codeloop/evaluate/guard.py, "
         "docs/GUARD.md). 'strict' (the seed's rule): any task the greedy candidate fails "
@@ -447,14 +477,32 @@ class AuditConfig(Section):
         "significantly worse there (or pooled over all flips). 'paired': every audit task "
         "is sampled confirm_samples times per side, and the candidate is kept when the "
         "one-sided (1 - confirm_alpha) lower bound of the mean pass-rate change is above "
-        "-margin (non-inferiority).",
+        "-margin (non-inferiority). 'likelihood': no generation; the mean per-token "
+        "log-likelihood each model gives every audit task's verified reference program "
+        "(teacher forcing), paired per task, and the candidate is kept when the one-sided "
+        "(1 - confirm_alpha) lower bound of the mean change is above -margin nats per token: "
+        "a loss seen where pass rates are near 0 (docs/GUARD.md).",
     )
     margin: float = Field(
         0.02,
         ge=0,
         lt=1,
-        description="The 'paired' rule's non-inferiority margin: the largest loss of mean "
-        "per-task pass rate (0.02 = 2 points) the audit may not rule out.",
+        description="The non-inferiority margin: 'paired', the largest loss of mean per-task "
+        "pass rate (0.02 = 2 points) the audit may not rule out; 'likelihood', the largest "
+        "loss of mean per-token log-likelihood of the references, in nats (0.05: each "
+        "token about 5% less likely).",
+    )
+    likelihood_suites: list[Literal["humaneval", "humaneval-x", "curriculum-test"]] = Field(
+        default_factory=list,
+        description="'likelihood' only: the suites whose verified reference programs are "
+        "scored (empty: the audit's own suites). A model that solves none of a suite still "
+        "gives its right programs a probability, so HumanEval-X serves a small model too.",
+    )
+    likelihood_limit: int | None = Field(
+        None,
+        gt=0,
+        description="'likelihood' only: score at most this many reference programs per suite, "
+        "spread evenly over the suite's order (unset: all).",
     )
     confirm_samples: int = Field(
         8, ge=1, le=64, description="Seeded samples per side for each flipped audit task."

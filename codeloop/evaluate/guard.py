@@ -15,6 +15,10 @@ Gate rules (`gate.rule`), "is the candidate better on validation?":
            sample i on both sides); promising when the one-sided (1 - confirm_alpha) lower
            bound of the mean per-task pass-rate gain is above 0. No task is selected, so
            nothing is confirmed on the tasks that were chosen because they flipped.
+           With `looks` (group-sequential), the samples come in stages, and each look
+           stops as soon as the gain's z clears `efficacy_z` (promising) or falls below
+           `futility_z` (not promising); the last look decides. Most candidates are
+           clearly good or clearly not long before the last stage.
 Audit rules (`audit.rule`), "did the candidate lose nothing on the benchmark?":
   strict     the greedy candidate lost no task and the total is not lower (the seed's rule).
   confirmed  the greedy flips (when any was lost) are sampled on both sides; a loss counts
@@ -23,6 +27,12 @@ Audit rules (`audit.rule`), "did the candidate lose nothing on the benchmark?":
   paired     every audit task is sampled `confirm_samples` times per side; the candidate is
              kept when the one-sided (1 - confirm_alpha) lower bound of the mean per-task
              pass-rate change is above -margin: a non-inferiority test with a stated margin.
+  likelihood no generation: the mean per-token log-likelihood each side gives every audit
+             task's verified reference program (`evaluate/likelihood.py`); kept when the
+             one-sided lower bound of the mean paired change is above -margin nats per
+             token. A graded signal where pass rates are near 0, so it sees a collapse that
+             a pass rate of 1.6% cannot; it does not see a model that keeps the likelihood
+             of right programs and still decodes worse ones.
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ from codeloop.config import AuditConfig, GateConfig
 
 Passes = Mapping[str, list[bool]]
 """One side's seeded sample verdicts, per task id (sample i used the same seed on both sides)."""
+Scores = Mapping[str, float]
+"""One side's graded measure per task id (the likelihood audit: mean log-prob per token)."""
 
 
 def one_sided_p(wins: int, losses: int) -> float:
@@ -113,6 +125,30 @@ def paired_estimate(parent: Passes, candidate: Passes, ids: list[str]) -> Paired
         standard_error=sqrt(spread / n),
         parent_only=parent_only,
         candidate_only=candidate_only,
+    )
+
+
+def paired_change(parent: Scores, candidate: Scores, ids: list[str]) -> PairedEstimate:
+    """The paired estimate of a graded measure over `ids` (one value per task and side);
+    `parent_rate`/`candidate_rate` are then the sides' means of that measure."""
+    if not ids:
+        return PairedEstimate(0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0)
+    missing = [i for i in ids if i not in parent or i not in candidate]
+    if missing:
+        raise ValueError(f"task {missing[0]}: no value on both sides; a paired change needs both")
+    differences = [candidate[i] - parent[i] for i in ids]
+    n = len(ids)
+    mean = sum(differences) / n
+    spread = sum((d - mean) ** 2 for d in differences) / (n - 1) if n > 1 else 0.0
+    return PairedEstimate(
+        tasks=n,
+        pairs=n,
+        parent_rate=sum(parent[i] for i in ids) / n,
+        candidate_rate=sum(candidate[i] for i in ids) / n,
+        change=mean,
+        standard_error=sqrt(spread / n),
+        parent_only=0,
+        candidate_only=0,
     )
 
 
@@ -204,6 +240,12 @@ def gate_verdict(
     `sides`: each side's samples of at least `gate_sample_ids(...)`; `ids`: every
     validation task id in order (needed by the paired rule).
     """
+    if rule.rule == "paired" and rule.looks:
+        outcome, _needed, evidence = _walk_looks(rule, sides, ids or [])
+        if outcome is None:
+            raise ValueError(f"the gate's look at {_needed} samples per side has no samples yet")
+        reasons = [] if outcome else [_sequential_reason(evidence)]
+        return outcome, reasons, evidence
     if rule.rule == "paired":
         wanted = gate_sample_ids(rule, comparison, ids or [])
         estimate = paired_estimate(sides["parent"], sides["candidate"], wanted)
@@ -231,6 +273,72 @@ def gate_verdict(
     )
 
 
+def gate_samples_needed(rule: GateConfig, sides: dict[str, Passes], ids: list[str]) -> int:
+    """How many samples per side and task the gate needs before it can decide: 0 once the
+    saved ones decide it (a sequential gate stopped, or the single look is complete)."""
+    if rule.rule != "paired":
+        return 0
+    if not rule.looks:
+        have = min((len(sides[side].get(i, [])) for side in sides for i in ids), default=0)
+        return 0 if have >= rule.confirm_samples else rule.confirm_samples
+    outcome, needed, _evidence = _walk_looks(rule, sides, ids)
+    return 0 if outcome is not None else needed
+
+
+def _z(estimate: PairedEstimate) -> float:
+    """The gain over its standard error (+-inf when every task moved alike, 0 when none)."""
+    if estimate.standard_error > 0:
+        return estimate.change / estimate.standard_error
+    return 0.0 if estimate.change == 0 else float("inf") if estimate.change > 0 else float("-inf")
+
+
+def _walk_looks(
+    rule: GateConfig, sides: dict[str, Passes], ids: list[str]
+) -> tuple[bool | None, int, dict[str, Any]]:
+    """The sequential gate over the samples saved so far: (promising, or None while the
+    next look's samples are missing; that look's samples per side; the evidence)."""
+    looks: list[dict[str, Any]] = []
+    estimate = paired_estimate({}, {}, [])
+    for index, k in enumerate(rule.looks):
+        if any(len(sides[side].get(i, [])) < k for side in ("parent", "candidate") for i in ids):
+            return None, k, {"looks": looks}
+        cut = {side: {i: list(sides[side][i][:k]) for i in ids} for side in ("parent", "candidate")}
+        estimate = paired_estimate(cut["parent"], cut["candidate"], ids)
+        z = _z(estimate)
+        last = index == len(rule.looks) - 1
+        if estimate.tasks and z > rule.efficacy_z:
+            stop = "promising"
+        elif last:
+            stop = "not promising"
+        elif rule.futility_z is not None and z < rule.futility_z:
+            stop = "futile"
+        else:
+            stop = ""
+        looks.append({"samples": k, "change": estimate.change, "z": z, "stop": stop})
+        if stop:
+            evidence = {
+                **_paired_evidence(rule, estimate),
+                "samples": k,
+                "efficacy_z": rule.efficacy_z,
+                "futility_z": rule.futility_z,
+                "looks": looks,
+                "confirmed": stop == "promising",
+            }
+            return stop == "promising", k, evidence
+    raise AssertionError("the last look always stops")
+
+
+def _sequential_reason(evidence: dict[str, Any]) -> str:
+    last = evidence["looks"][-1]
+    why = "futility bound" if last["stop"] == "futile" else "last look"
+    return (
+        f"the gain is not shown: at {last['samples']} sample pairs per task over "
+        f"{evidence['tasks']} validation tasks the pass rate changed by "
+        f"{100 * last['change']:+.1f} points, z = {last['z']:.2f} "
+        f"(promising above {evidence['efficacy_z']}; stopped at the {why})"
+    )
+
+
 def _paired_gate_reason(estimate: PairedEstimate, alpha: float) -> str:
     return (
         f"the gain is not shown: over {estimate.tasks} validation tasks x "
@@ -248,7 +356,7 @@ def audit_sample_ids(rule: AuditConfig, comparison: dict[str, Any], ids: list[st
     """The audit tasks the audit samples on both sides (in `ids`' order)."""
     if rule.rule == "paired":
         return list(ids)
-    if rule.rule == "strict" or not comparison["lost_ids"]:
+    if rule.rule in ("strict", "likelihood") or not comparison["lost_ids"]:
         return []  # without a greedy loss nothing needs confirming
     flipped = {*comparison["lost_ids"], *comparison["gained_ids"]}
     return [task_id for task_id in ids if task_id in flipped]
@@ -307,6 +415,8 @@ def audit_verdict(
     """
     if rule.rule == "strict":
         return comparison["lost"] == 0 and comparison["after"] >= comparison["before"], None
+    if rule.rule == "likelihood":
+        raise ValueError("audit.rule = 'likelihood' is decided by likelihood_verdict")
     if rule.rule == "paired":
         estimate = paired_estimate(
             sides["parent"], sides["candidate"], audit_sample_ids(rule, comparison, ids or [])
@@ -319,6 +429,24 @@ def audit_verdict(
     return not evidence["lost_ids"] and not evidence["pooled_worse"], evidence
 
 
+def likelihood_verdict(
+    rule: AuditConfig, scores: dict[str, Scores], ids: list[str]
+) -> tuple[bool, dict[str, Any]]:
+    """(clean, evidence) of the likelihood audit: each side's mean per-token log-likelihood
+    of every audit task's reference program, paired per task; clean when the one-sided
+    (1 - confirm_alpha) lower bound of the mean change is above -margin (nats per token)."""
+    estimate = paired_change(scores["parent"], scores["candidate"], ids)
+    clean = estimate.tasks > 0 and estimate.lower(rule.confirm_alpha) > -rule.margin
+    evidence = {
+        "rule": "likelihood",
+        "unit": "nats per token",
+        **estimate.to_json(rule.confirm_alpha),
+        "margin": rule.margin,
+        "worse": not clean,
+    }
+    return clean, evidence
+
+
 def audit_reasons(comparison: dict[str, Any]) -> str:
     """Which audit tasks (or which estimate) decided a rejection, with their evidence."""
     evidence = comparison.get("confirmation")
@@ -326,6 +454,13 @@ def audit_reasons(comparison: dict[str, Any]) -> str:
         lost = ", ".join(comparison["lost_ids"]) or "none"
         total = f"{comparison['before']} -> {comparison['after']}"
         return f"lost {comparison['lost']} task(s) at greedy ({lost}), total {total}"
+    if evidence["rule"] == "likelihood":
+        return (
+            f"over {evidence['tasks']} audit tasks the reference programs' mean log-likelihood "
+            f"changed by {evidence['change']:+.3f} nats per token (standard error "
+            f"{evidence['standard_error']:.3f}); its {100 * (1 - evidence['alpha']):.0f}% lower "
+            f"bound {evidence['lower_bound']:+.3f} is not above the margin -{evidence['margin']}"
+        )
     if evidence["rule"] == "paired":
         return (
             f"over {evidence['tasks']} audit tasks the sampled pass rate changed by "
