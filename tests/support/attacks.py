@@ -316,6 +316,60 @@ HELPER_ATTACKS: dict[str, tuple[str, str]] = {
     },
 }
 
+# Control-flow escapes (issue 66): a wrong answer that ends by raising, throwing,
+# panicking or exiting in a way the test's language might read as "done" rather than
+# "failed". Each runs in the solution's own process, and only a failure reaches the test;
+# every one must fail. (Python's own class, a StopIteration that ends a test's map() or
+# zip() early, is tests/test_control_flow_escapes.py's matrix of test styles.)
+ESCAPE_ATTACKS: dict[str, tuple[str, str]] = {
+    "python raise-stopiteration": ("Python/0", "    raise StopIteration\n"),
+    "python raise-generatorexit": ("Python/0", "    raise GeneratorExit\n"),
+    "javascript throw-non-error": (
+        "JavaScript/0",
+        "  throw { name: 'StopIteration', message: '', then: (ok) => ok(true) };\n}\n",
+    ),
+    "javascript returns-thenable": (
+        "JavaScript/0",
+        "  return { then: (resolve) => resolve(true) };\n}\n",
+    ),
+    "javascript returns-promise": ("JavaScript/0", "  return Promise.resolve(true);\n}\n"),
+    "javascript late-rejection": (
+        "JavaScript/0",
+        "  Promise.reject(new Error('late'));\n  setTimeout(() => process.exit(0), 0);\n"
+        "  return false;\n}\n",
+    ),
+    "java throw-error": ("Java/0", "        throw new StackOverflowError();\n    }\n}\n"),
+    "java throw-threaddeath": ("Java/0", "        throw new ThreadDeath();\n    }\n}\n"),
+    "java exit-zero": ("Java/0", "        System.exit(0);\n        return false;\n    }\n}\n"),
+    "go panic-in-deferred-call": (
+        "Go/0",
+        '    defer func() { panic("deferred") }()\n    return false\n}\n',
+    ),
+    "go panic-nil": ("Go/0", "    panic(nil)\n}\n"),
+    "rust panic-any-payload": ("Rust/0", "    std::panic::panic_any(7u8)\n}\n"),
+    "rust exit-in-thread": (
+        "Rust/0",
+        "    std::thread::spawn(|| std::process::exit(0)).join().ok();\n    false\n}\n",
+    ),
+    "cpp throw-non-exception": ("CPP/0", "    throw 42;\n}\n"),
+    "cpp throw-through-c-frames": (
+        "CPP/0",
+        "    int items[2] = {2, 1};\n"
+        "    qsort(items, 2, sizeof(int), [](const void*, const void*) -> int { throw 1; });\n"
+        "    return false;\n}\n",
+    ),
+    "cpp longjmp-out": (
+        "CPP/0",
+        # Back into a static initializer's setjmp (its frame long gone), which exits 0.
+        "    extern void* codeloop_escape[5];\n    __builtin_longjmp(codeloop_escape, 1);\n}\n"
+        "void* codeloop_escape[5];\n"
+        "static int codeloop_armed = __builtin_setjmp(codeloop_escape) ? (exit(0), 0) : 0;\n",
+    ),
+}
+"""name -> (HumanEval-X task id, generation). Go's runtime.Goexit needs an import the
+prompt lacks: tests/test_control_flow_escapes.py adds it to the program."""
+
+
 # Wrong answers that look for what the check must keep hidden; they print what they
 # find on stderr, which comes back in the feedback of the (failed) check.
 SPY = (
@@ -351,6 +405,7 @@ def wrong_answers() -> list[tuple[str, str, str]]:
     found = [(task_id, f"python {name}", body) for name, (task_id, body) in ATTACKS.items()]
     found += [(task_id, f"javascript {name}", body) for name, (task_id, body) in JS_ATTACKS.items()]
     found += [(task_id, name, body) for name, (task_id, body) in HELPER_ATTACKS.items()]
+    found += [(task_id, name, body) for name, (task_id, body) in ESCAPE_ATTACKS.items()]
     for language, task_id, table in (
         ("cpp", "CPP/0", CPP_ATTACKS),
         ("cpp", "CPP/22", CPP_22_ATTACKS),

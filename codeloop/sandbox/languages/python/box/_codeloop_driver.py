@@ -107,13 +107,45 @@ class _Solution:
             reply = self.receive()
             if "value" in reply:
                 return finite(codec.decode(reply["value"]), name)
-            error = getattr(builtins, str(reply.get("raise")), None)
-            if not (isinstance(error, type) and issubclass(error, Exception)):
-                error = RuntimeError
-            raise error(str(reply.get("message", "")))
+            raise solution_error(reply, sys._getframe(1))
 
         call.__name__ = call.__qualname__ = name
         return call
+
+
+SIGNALS = (StopIteration, StopAsyncIteration)
+"""Builtin exceptions the interpreter reads as "done", not as a failure: one that reaches
+map(), zip(), filter(), a for loop or next(it, default) ends it early and silently, so a
+test written `assert all(map(...))` would check nothing and pass. From the solution they
+arrive as RuntimeError, as PEP 479 does for a StopIteration leaving a generator."""
+
+PROTOCOL_SIGNALS = (LookupError, AttributeError)
+"""What a protocol method reads as an answer: IndexError from `__getitem__` ends the
+old sequence iteration, KeyError makes Mapping.get return its default, AttributeError
+from `__getattr__` makes getattr(obj, name, default) and hasattr() answer. Raised into
+such a method (a dunder frame of the test), they too arrive as RuntimeError; raised into
+the test's own code they keep their type, so assertRaises(IndexError) still sees one."""
+
+
+def solution_error(reply, caller):
+    """The exception the test sees for a call the solution answered by raising: the
+    builtin of that name where it can only mean a failure to the test's code, else a
+    RuntimeError naming it (a signal type, a non-builtin or a BaseException such as
+    SystemExit or GeneratorExit, whose handling would change the test's control flow)."""
+    name = str(reply.get("raise"))
+    message = str(reply.get("message", ""))
+    kind = getattr(builtins, name, None)
+    signal = not (isinstance(kind, type) and issubclass(kind, Exception))
+    signal = signal or issubclass(kind, SIGNALS)
+    code = caller.f_code.co_name if caller is not None else ""
+    if not signal and code.startswith("__") and code.endswith("__"):
+        signal = issubclass(kind, PROTOCOL_SIGNALS)
+    if not signal:
+        try:
+            return kind(message)
+        except Exception:  # a builtin whose constructor wants more (UnicodeDecodeError)
+            pass
+    return RuntimeError(f"the solution raised {name}: {message}")
 
 
 def finite(value, name):
