@@ -180,12 +180,13 @@ class Sandbox:
                 stdin=request.stdin.encode("utf-8"),
                 limits=self._limits(language, limits),
                 env=language.env,
+                trailer=mark is not None,
             )
         finally:
             harness.remove_box(box)
         step, fetched = run_step(language, run), {}
         if mark is not None:
-            step, fetched = _unwrapped(step, mark)
+            step, fetched = _unwrapped(step, run.trailer, mark, request.fetch_files)
         return ProgramRun(compile=compiled, run=step, backend=self.backend.name, files=fetched)
 
     def _run_warm(
@@ -317,12 +318,14 @@ class Sandbox:
         )
 
 
-def _unwrapped(step: Step, mark: str) -> tuple[Step, dict[str, str]]:
+def _unwrapped(
+    step: Step, trailer: bytes, mark: str, asked: list[str]
+) -> tuple[Step, dict[str, str]]:
     """A `run_files`-wrapped run's step without the shell's marks, and the files it
     fetched (none unless it finished within its output limit). A run whose program never
     started (its input files could not be put in place) is an environment error: the
     sandbox could not carry it out, which says nothing about the program."""
-    started, stdout, fetched = run_files.split(step.stdout, mark)
+    started, stdout, fetched = run_files.split(trailer, step.stdout, mark, asked)
     if not started and step.status != "environment_error":
         reason = f"the input files could not be put in place: {step.stderr}"
         return Step(status="environment_error", stderr=reason[:FEEDBACK_CHARS]), {}

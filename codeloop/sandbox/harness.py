@@ -228,8 +228,14 @@ def run(
     binds: Sequence[tuple[str, str, bool]] = (),
     partner: Sequence[str] | None = None,
     solution_files: Sequence[str] = (),
+    trailer: bool = False,
 ) -> RunResult:
     """Run `argv` in the sandbox with `box` mounted at /box (writable only to compile).
+
+    `trailer`: one more pipe, whose write end's number replaces an argument `{trailer}`;
+    an argument `{isolated}` becomes 1 where the command has a pid namespace of its own
+    (bubblewrap), else 0. What comes on it is `RunResult.trailer`, kept apart from stdout
+    (the wrapper of `run_files` hands the program no copy of it).
 
     `partner`: a second command, started first in a sandbox of its own (own uid, pid
     namespace and cgroup) and killed when `argv` ends; the two talk over two pipes
@@ -248,6 +254,8 @@ def run(
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
     solution_box = None
     try:
+        if partner is None and trailer:
+            return _run_with_trailer(backend, argv, box, stdin, limits, env or {}, binds)
         if partner is None:
             own = _build(backend, argv, box, limits, env or {}, binds, compile_step)
             return _execute(backend, own, stdin, limits, compile_step)
@@ -322,6 +330,7 @@ def _execute(
     limits: RunLimits,
     compile_step: bool,
     partner: _Partner | None = None,
+    trailer: tuple[int, int] | None = None,
 ) -> RunResult:
     """Start `own` (after `partner`'s sandbox, where there is one) and see it to its end.
 
@@ -342,6 +351,7 @@ def _execute(
     pin = None if compile_step or (cgroup is not None and cgroup.caps_cpu) else backend.cpu
     status = () if status_write is None else (status_write,)
     passed = (*(partner.ours if partner else ()), *status, *own_filter_fds)
+    passed += (trailer[1],) if trailer else ()
     command = own.argv
     if own.bwrap:
         command = [command[0], *options, *own_filter, *command[1:]]
@@ -365,7 +375,17 @@ def _execute(
                     return RunResult(None, None, b"", b"", 0.0, setup_error=started)
                 process = started
             result = _supervise(
-                command, own.env, own.cwd, stdin, limits, own.uid, cgroup, passed, pin, side_read
+                command,
+                own.env,
+                own.cwd,
+                stdin,
+                limits,
+                own.uid,
+                cgroup,
+                passed,
+                pin,
+                side_read,
+                trailer[0] if trailer else None,
             )
             exited = status_read is None or _command_exited(status_read)
         finally:
@@ -384,6 +404,8 @@ def _execute(
                 process.wait()
         if side_read is not None:
             os.close(side_read)
+        if trailer is not None:
+            os.close(trailer[0])
         if partner_cgroup is not None:
             partner_cgroup.destroy()
 
@@ -436,6 +458,25 @@ def _settle(result: RunResult, usage: CgroupUsage | None, exited: bool) -> None:
     if not exited and not killed and result.setup_error is None:
         reason = result.stderr.decode("utf-8", "replace").strip()[-500:]
         result.setup_error = f"bubblewrap could not set up the sandbox: {reason}"
+
+
+def _run_with_trailer(
+    backend: Backend,
+    argv: Sequence[str],
+    box: Path,
+    stdin: bytes,
+    limits: RunLimits,
+    env: dict[str, str],
+    binds: Sequence[tuple[str, str, bool]],
+) -> RunResult:
+    """A run with a trailer channel (`run`'s `trailer`): a pipe made for it, whose write
+    end only the command's own wrapper is told of; ours is closed once it started."""
+    read_end, write_end = os.pipe()
+    isolated = "1" if backend.name == "bwrap" else "0"
+    values = {"{trailer}": str(write_end), "{isolated}": isolated}
+    filled = [values.get(part, part) for part in argv]  # whole arguments only
+    own = _build(backend, filled, box, limits, env, binds, False)
+    return _execute(backend, own, stdin, limits, False, trailer=(read_end, write_end))
 
 
 def _run_pair(

@@ -4,22 +4,27 @@ SandboxFusion's `/run_code` takes `files` (path -> base64 content, written into 
 program's working folder before it runs) and `fetch_files` (paths read back after it
 ends, returned base64). Here the working folder is the run's own /work, a size-capped
 tmpfs that vanishes with the sandbox, so both happen inside the sandbox, around the
-program, by a POSIX shell (`wrap`):
+program, by a shell (`wrap`):
 
 - in: the files are written on the host into `in/` of the program's box (read-only at
   /box during the run) and copied to their places before the program starts; then the
-  shell prints a fresh random mark on the run's stdout, so a run whose stdout does not
-  start with it never started its program (the copy failed: an environment error,
+  shell writes a fresh random mark on its trailer channel, so a run whose channel does
+  not start with it never started its program (the copy failed: an environment error,
   never the program's exit status);
-- out: when the program has ended, the shell prints the mark again and then each
-  fetched file that exists as a line with its path and one with its base64. `split`
-  cuts the opening mark and that trailer off.
+- out: when the program has ended, the shell kills every other process of the run (in
+  its own pid namespace: `kill -KILL -1`, then waits until none is left), so nothing the
+  program left behind can still write a file or the channel; then it writes the mark
+  again and each fetched file that exists as a line with its path and one with its
+  base64. `split` reads that trailer, and keeps only the paths that were asked for.
 
-The program can read the mark (it is in the shell's command line) and could print a
-trailer of its own, but the fetched files are its own output anyway: a forged one says
-nothing the program could not have written to the file. It cannot take back the
-opening mark, which is printed before it starts. The trailer shares the run's
-output limit; a run that met it, or timed out, hands back no files.
+The trailer channel is a pipe of its own (`harness.run(trailer=True)`), not the run's
+stdout: the shell moves it to fd 9 and starts the program with fd 9 closed, so the
+program's stdout is exactly what it printed, whatever it prints. A process of the
+program could still reopen the shell's fd through /proc while it lives, but every one
+is dead before the shell writes its trailer, which is read after the last mark. The
+trailer shares the run's output limit; a run that met it, or timed out, hands back no
+files. Where the command has no pid namespace of its own (the `process` backend, no
+isolation), nothing is killed: `kill -1` there would reach every process of the uid.
 A path is relative to the working folder (/work), or absolute inside one of the run's
 own writable tmpfs folders, /work or /tmp: SandboxFusion writes an absolute path where
 it says, and LazyLLM sends its input files under their host paths (often in /tmp).
@@ -42,19 +47,30 @@ ROOTS = ("work", "tmp")
 """The run's writable folders an absolute path may name (/work, /tmp), each its own
 subfolder of `in/`."""
 _SAFE = re.compile(r"[^\x00-\x1f\x7f]+")
+_KILL_WAITS = 20000
+"""How many times the shell asks whether any other process of the run is left after
+killing them all, before it gives up and hands back no files (they are gone within a few
+asks: nothing signalled with SIGKILL runs again)."""
 _SCRIPT = (
-    'mark="$1"; shift; count="$1"; shift; '
+    'fd="$1"; mark="$2"; isolated="$3"; count="$4"; shift 4; '
     f"for root in {' '.join(ROOTS)}; do if [ -d /box/{INPUT_FOLDER}/$root ]; then "
     f"cp -R /box/{INPUT_FOLDER}/$root/. /$root/ || exit 125; fi; done; "
     'fetch=""; i=0; while [ "$i" -lt "$count" ]; do '
     'fetch="$fetch$(printf "%s" "$1" | base64 -w0) "; shift; i=$((i+1)); done; '
-    'printf "%s\\n" "$mark"; "$@"; rc=$?; printf "\\n%s\\n" "$mark"; '
+    'if [ "$fd" != 9 ]; then eval "exec 9>&$fd $fd>&-"; fi; '
+    'printf "%s\\n" "$mark" >&9; "$@" 9>&-; rc=$?; '
+    'if [ "$isolated" = 1 ]; then kill -KILL -1 2>/dev/null; n=0; '
+    f'while kill -0 -1 2>/dev/null; do n=$((n+1)); [ "$n" -lt {_KILL_WAITS} ] || exit $rc; '
+    "done; fi; "
+    'printf "%s\\n" "$mark" >&9; '
     'for name in $fetch; do path="$(printf "%s" "$name" | base64 -d)"; '
-    'if [ -f "$path" ]; then printf "%s\\n" "$name"; base64 -w0 < "$path"; printf "\\n"; fi; '
-    "done; exit $rc"
+    'if [ -f "$path" ]; then printf "%s\\n" "$name" >&9; base64 -w0 < "$path" >&9; '
+    'printf "\\n" >&9; fi; done; exit $rc'
 )
-"""$1 the mark, $2 how many fetched paths follow, then those paths, then the program's
-argv. Paths travel base64 inside the loop so no name is split or globbed."""
+"""bash (dash takes no fd number above 9): $1 the trailer's fd, $2 the mark, $3 whether
+the run has a pid namespace of its own, $4 how many fetched paths follow, then those
+paths, then the program's argv. Paths travel base64 inside the loop so no name is split
+or globbed."""
 
 
 def check_path(path: str) -> str:
@@ -106,28 +122,36 @@ def write_inputs(box: Path, files: dict[str, str]) -> None:
 
 
 def wrap(argv: list[str], fetch: list[str]) -> tuple[list[str], str]:
-    """The program's `argv` run by the shell that copies the input files in and prints
-    the fetched ones after it; and the trailer's mark."""
+    """The program's `argv` run by the shell that copies the input files in and writes the
+    fetched ones on the trailer channel after it (`harness.run(..., trailer=True)` fills
+    `{trailer}` and `{isolated}`); and the trailer's mark."""
     mark = f"codeloop-files-{secrets.token_hex(16)}"
-    return ["/bin/sh", "-c", _SCRIPT, "codeloop-files", mark, str(len(fetch)), *fetch, *argv], mark
+    head = ["/bin/bash", "-c", _SCRIPT, "codeloop-files", "{trailer}", mark, "{isolated}"]
+    return [*head, str(len(fetch)), *fetch, *argv], mark
 
 
-def split(stdout: str, mark: str) -> tuple[bool, str, dict[str, str]]:
-    """From a wrapped run's stdout: whether its program started (the opening mark is
-    there), the program's own stdout, and the fetched files (path -> base64); no files
-    when the trailer is missing (the run was cut short)."""
+def split(
+    trailer: bytes, stdout: str, mark: str, asked: list[str]
+) -> tuple[bool, str, dict[str, str]]:
+    """From a wrapped run's trailer channel: whether its program started (the channel
+    opens with the mark), the program's stdout (untouched: nothing else is on it), and the
+    fetched files (path -> base64) among those `asked`, read after the last mark; none
+    when that trailer is missing (the run was cut short)."""
+    text = trailer.decode("utf-8", "replace")
     opening = f"{mark}\n"
-    if not stdout.startswith(opening):
+    if not text.startswith(opening):
         return False, stdout, {}
-    stdout = stdout[len(opening) :]
-    head, found, tail = stdout.rpartition(f"\n{mark}\n")
+    _before, found, tail = text[len(opening) :].rpartition(opening)
     if not found:
         return True, stdout, {}
+    wanted = set(asked)
     files: dict[str, str] = {}
     lines = tail.split("\n")
     for name, content in zip(lines[0::2], lines[1::2], strict=False):
         try:
-            files[base64.b64decode(name).decode("utf-8")] = content
+            path = base64.b64decode(name, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             continue
-    return True, head, files
+        if path in wanted:
+            files[path] = content
+    return True, stdout, files

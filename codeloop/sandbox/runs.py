@@ -68,6 +68,9 @@ class RunResult:
     phases_ms: dict[str, float] = field(default_factory=dict)
     """Where the time went, where the runner measures it (the warm sandbox: setup,
     program, clean-up); for benches."""
+    trailer: bytes = b""
+    """What the run's wrapper wrote on its trailer channel (`harness.run(trailer=True)`:
+    a pipe the program's own process is not given; `run_files`)."""
 
 
 def cpu_limit_s(limits: RunLimits) -> int:
@@ -132,10 +135,12 @@ def _supervise(
     pass_fds: tuple[int, ...] = (),
     cpu: int | None = None,
     side_fd: int | None = None,
+    trailer_fd: int | None = None,
 ) -> RunResult:
     """Start `command` with stdin from `stdin`, its child set-up joining `cgroup`, and
-    read its output to the end (`_stream`). The cgroup's facts (memory kill, peak) are
-    the caller's to read, together with its removal (`RunCgroup.finish`)."""
+    read its output to the end (`_stream`; `trailer_fd`: see `collect_output`). The
+    cgroup's facts (memory kill, peak) are the caller's to read, together with its
+    removal (`RunCgroup.finish`)."""
     procs = cgroup.procs_files if cgroup else []
     capped = cgroup is not None and cgroup.caps_memory
     with tempfile.TemporaryFile() as stdin_file, _closing(pass_fds):
@@ -156,7 +161,7 @@ def _supervise(
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
-    return _stream(process, started, limits, side_fd)
+    return _stream(process, started, limits, side_fd, trailer_fd)
 
 
 def start_partner(
@@ -219,13 +224,20 @@ def _stream(
     started: float,
     limits: RunLimits,
     side_fd: int | None = None,
+    trailer_fd: int | None = None,
 ) -> RunResult:
     """Read stdout and stderr until exit, the deadline, or the output cap; then reap."""
     assert process.stdout is not None and process.stderr is not None
     pidfd = os.pidfd_open(process.pid)
     try:
         output = collect_output(
-            process.stdout.fileno(), process.stderr.fileno(), pidfd, started, limits, side_fd
+            process.stdout.fileno(),
+            process.stderr.fileno(),
+            pidfd,
+            started,
+            limits,
+            side_fd,
+            trailer_fd=trailer_fd,
         )
     finally:
         os.close(pidfd)
@@ -238,7 +250,9 @@ def _stream(
     process.stderr.close()
     # wait4 reports the sandbox's pid 1 with the descendants it reaped.
     cpu_s = usage.ru_utime + usage.ru_stime
-    return finished_run(code, output, wall_ms, usage.ru_maxrss, cpu_s, limits)
+    result = finished_run(code, output, wall_ms, usage.ru_maxrss, cpu_s, limits)
+    result.trailer = output.trailer
+    return result
 
 
 def finished_run(
@@ -276,6 +290,8 @@ class Output:
     ended: bool = False
     """The run said it finished (`collect_output`'s `finished`) and closed its output; it
     may not have exited yet."""
+    trailer: bytes = b""
+    """What came on the trailer channel (`collect_output`'s `trailer_fd`)."""
 
 
 def collect_output(
@@ -286,6 +302,7 @@ def collect_output(
     limits: RunLimits,
     side_fd: int | None = None,
     finished: bytes | None = None,
+    trailer_fd: int | None = None,
 ) -> Output:
     """Read two pipes until `exit_fd` (a pidfd) signals exit, the deadline, or the cap.
 
@@ -297,9 +314,14 @@ def collect_output(
     over (`Output.ended`, whether or not it has exited yet) without waiting for the
     exit, which for a warm check is the tearing down of the process and its namespaces
     (bench/warm_end.py).
+    `trailer_fd`: a pipe only the run's wrapper writes (`run_files`), read to its end like
+    stdout and under the same cap, kept apart (`Output.trailer`).
     """
     buffers = {out_fd: bytearray(), err_fd: bytearray()}
     open_pipes = {out_fd, err_fd}
+    if trailer_fd is not None:
+        buffers[trailer_fd] = bytearray()
+        open_pipes.add(trailer_fd)
     selector = selectors.DefaultSelector()
     for fd in open_pipes:
         os.set_blocking(fd, False)
@@ -346,7 +368,10 @@ def collect_output(
                 exceeded = total > limits.output_bytes
     finally:
         selector.close()
-    return Output(bytes(buffers[out_fd]), bytes(buffers[err_fd]), timed_out, exceeded, ended)
+    trailer = bytes(buffers[trailer_fd]) if trailer_fd is not None else b""
+    return Output(
+        bytes(buffers[out_fd]), bytes(buffers[err_fd]), timed_out, exceeded, ended, trailer
+    )
 
 
 PARTNER_EXIT_GRACE_S = 0.5
