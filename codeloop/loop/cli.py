@@ -153,6 +153,16 @@ def verify(
         help="A round digest saved when it was printed: fail unless it is still one of "
         "the session's finished rounds' digests.",
     ),
+    regenerate: int = typer.Option(
+        0,
+        "--regenerate",
+        min=0,
+        help="Also ask the recorded weights again for N recorded answers (picked at random, "
+        "the seed printed; decisive ones likelier) and compare the text.",
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="The seed of --regenerate's pick (default: a fresh one, printed)."
+    ),
     positional: Path | None = typer.Argument(None, hidden=True, metavar="SESSION"),
 ) -> None:
     """Recompute a session's recorded sha256s, rebuild its config and tasks, and re-check
@@ -164,7 +174,19 @@ def verify(
     from codeloop.loop.verify import verify_session
 
     session = _session(session_option, positional, "verify")
-    findings = verify_session(session, recheck=recheck, expect_digest=expect_digest)
+    if regenerate and seed is None:
+        import secrets
+
+        seed = secrets.randbelow(2**31)
+    if regenerate:
+        out.print(f"regenerate: {regenerate} answers picked with --seed {seed}", highlight=False)
+    findings = verify_session(
+        session,
+        recheck=recheck,
+        expect_digest=expect_digest,
+        regenerate=regenerate,
+        regenerate_seed=seed or 0,
+    )
     table = Table(title=f"codeloop verify {session}")
     for column in ("round", "check", "result", "detail"):
         table.add_column(column)
@@ -183,6 +205,8 @@ def verify(
             f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
         )
         count = f" ({len(items)})" if len(items) > 1 and not shown else ""
+        if trusted and not failed and len(items) > len(trusted):
+            count = f" ({len(items) - len(trusted)} ok, {len(trusted)} on trust)"
         table.add_row("-" if number is None else str(number), check + count, result, detail)
     out.print(table)
     for number, value in digests(session).items():

@@ -6,9 +6,25 @@ fact, file by file, so a user (or a reviewer, months later) can trust a finished
 or see exactly what no longer holds. Nothing here trusts a file because of where it
 is: each check recomputes a hash or re-derives a fact from the files it depends on.
 
+Nothing re-derivable is taken on trust; what cannot be re-derived is a `Finding` with
+`trusted` set, named with why (never a violation, never reported as holding).
+
+For the session:
+  config      config.toml is the config its origin record rebuilds (`loop/origin.py`:
+              the preset as shipped plus the recorded overrides), compared by field; a
+              config from a user's own file, or without a record, is taken on trust, and
+              so are the overrides (listed by field)
+  tasks rebuilt   development.json's tasks are the ones their sources give (`rederive`)
 Checks, per round where the phase finished:
   tasks       tasks.json is the file prepare hashed; no task twice; no family in both
               train and validation; the fixed development set is the session's
+  task content    every task's content gives its id (an edit without the id recomputed
+              fails here by id, and its task is left out of every re-run: verify never
+              crashes on a file it was given to judge)
+  tasks rebuilt   each task of tasks.json, byte for byte (hidden tests included), is the
+              one its source gives for the session's seed, salt and split rule; a task
+              of a source that cannot be rebuilt offline is taken on trust
+  audit tasks rebuilt   audit-tasks.json is the audit's suites as their definition gives
   collect     collect-rows.json is what collect hashed (answers not edited since)
   baseline, candidate   their rows files are what the phase hashed
   export      train.jsonl and its manifest match export.json; every row is a train
@@ -35,6 +51,11 @@ With `recheck`, the sandbox runs again, in one batch for the whole session:
               machine cannot give (an `environment_error`) fails as "could not run", never
               as a forgery and never as ok; the one exception is a task whose own test gives
               no verdict (`task_error`) where the row recorded exactly that.
+With `expect_digest`, the digest a reader saved must be a finished round's root digest
+over the chain now (`loop/digest.py`): any later rewrite, coordinated or not, fails it.
+With `regenerate` N, N recorded answers (a seeded pick, decisive ones likelier) are
+asked again of their recorded weights and compared as text (`loop/regenerate.py`): an
+answer moved between sides, or replaced by another passing program, fails there.
 """
 
 from __future__ import annotations
@@ -53,6 +74,7 @@ from codeloop.errors import CodeloopError
 from codeloop.evaluate import scoring
 from codeloop.evaluate.scoring import program_of
 from codeloop.loop import digest, origin
+from codeloop.loop import regenerate as regeneration
 from codeloop.loop.common import PHASES
 from codeloop.loop.prepare import check_assignment
 from codeloop.loop.rederive import Rederiver, audit_tasks, canonical
@@ -149,7 +171,11 @@ class _Seen:
 
 
 def verify_session(
-    root: str | Path, recheck: bool = False, expect_digest: str | None = None
+    root: str | Path,
+    recheck: bool = False,
+    expect_digest: str | None = None,
+    regenerate: int = 0,
+    regenerate_seed: int = 0,
 ) -> list[Finding]:
     """Every check of the module docstring on the session at `root`."""
     session = store.SessionPaths(root)
@@ -180,7 +206,44 @@ def verify_session(
             checks.add(None, "recheck", False, f"the recheck could not be set up: {error}")
     if expect_digest is not None:
         _check_digest(checks, session.root, expect_digest)
+    if regenerate:
+        try:
+            _regenerate(checks, session, seen, regenerate, regenerate_seed)
+        except _UNREADABLE as error:
+            checks.add(None, "regenerate", False, f"could not regenerate: {error}")
     return checks.findings
+
+
+def _regenerate(
+    checks: _Checks, session: store.SessionPaths, seen: _Seen, n: int, seed: int
+) -> None:
+    """`n` recorded answers (picked with `seed`) asked again of their recorded weights
+    (`loop/regenerate.py`): a different text fails, what cannot be asked again is named."""
+    from codeloop.loop.phases import open_round
+
+    rounds, answers = {}, []
+    for number in session.rounds():
+        folder = session.round(number)
+        if not (folder / "tasks.json").is_file():
+            continue
+        assigned = store.read(folder / "tasks.json")
+        recorded = [*assigned["train"], *assigned["validation"]]
+        if (folder / "audit-tasks.json").is_file():
+            recorded += store.read(folder / "audit-tasks.json")["tasks"]
+        tasks = {
+            t["id"]: Task.model_validate(t) for t in recorded if t.get("id") not in seen.invalid
+        }
+        rounds[number] = open_round(session.root, number)
+        answers += regeneration.recorded_answers(rounds[number], tasks)
+    chosen = regeneration.pick(answers, n, seed)
+    for number, r in rounds.items():
+        for answer, outcome, detail in regeneration.regenerate(
+            r, [a for a in chosen if a.round == number]
+        ):
+            if outcome == "not regenerable":
+                checks.trust(number, "regenerate", f"{answer.label}: not regenerable: {detail}")
+            else:
+                checks.add(number, "regenerate", outcome == "same", f"{answer.label}: {detail}")
 
 
 def _check_config(checks: _Checks, root: Path) -> Rederiver | None:
