@@ -1,0 +1,179 @@
+"""The guard's error rates, computed for a preset: its claims, simulated through its rules.
+
+A preset states what its gate and audit get wrong how often (`presets/NAME.claims.toml`);
+this module computes each stated rate by driving the project's own decision code
+(`guard.gate_verdict`, `guard.likelihood_verdict`) on the preset's measured inputs, so
+that `make demo` prints computed rates and a test fails when a statement and its
+computation part (tests/test_guard_claims.py).
+
+Two kinds of claim:
+  gate        P(promising) at a true validation effect (a shift of every task's pass
+              probability, in points), over simulated decisions: per task, the parent's p
+              from the preset's validation profile, k paired samples per side of which a
+              share rho are one shared draw (the same text under the same seed), and the
+              rule itself, looks and all. The mean samples per side it spent come along.
+  likelihood  P(keep) of the likelihood audit for a kind of candidate measured on real
+              weights (`bench/likelihood_audit.py`): its per-task changes, with the audit's
+              task set resampled with replacement (the decision's variability over which
+              references the audit holds).
+Each rate carries its 95% Wilson interval over the replicates; a claim holds when the
+whole interval is on its side of the stated bound.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass
+from importlib import resources
+from math import sqrt
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codeloop import store
+from codeloop.config import SessionConfig, load_preset
+from codeloop.evaluate import guard
+
+CLAIMS_SUFFIX = ".claims.toml"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One computed rate, the claim it answers, and whether the claim holds."""
+
+    claim: str
+    kind: str
+    rate: float
+    low: float
+    high: float
+    bound: str
+    holds: bool
+    samples_per_side: float | None = None
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson interval of a simulated rate."""
+    if not n:
+        return 0.0, 1.0
+    z, rate = 1.96, hits / n
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _draws(p: np.ndarray, q: np.ndarray, k: int, rho: float, rng: np.random.Generator):
+    u = rng.random((len(p), k))
+    own = rng.random((len(p), k))
+    shared = rng.random((len(p), k)) < rho
+    return u < p[:, None], np.where(shared, u, own) < q[:, None]
+
+
+def gate_rate(
+    config: SessionConfig, profile: dict[str, Any], points: float, reps: int, seed: int
+) -> tuple[int, float]:
+    """(promising decisions of `reps`, mean samples per side and task they spent) at a true
+    shift of `points` on the validation profile (`profile`: tasks, Beta a and b, rho)."""
+    rule = config.gate
+    rng = np.random.default_rng(seed)
+    ids = [f"t{i}" for i in range(profile["tasks"])]
+    looks = rule.looks or [rule.confirm_samples]
+    hits = spent = 0
+    for _ in range(reps):
+        p = rng.beta(profile["a"], profile["b"], len(ids))
+        q = np.clip(p + points / 100, 0, 1)
+        parent, candidate = _draws(p, q, rule.confirm_samples, profile["rho"], rng)
+        sides = {
+            "parent": {i: row.tolist() for i, row in zip(ids, parent, strict=True)},
+            "candidate": {i: row.tolist() for i, row in zip(ids, candidate, strict=True)},
+        }
+        promising, _reasons, evidence = guard.gate_verdict(rule, {}, sides, ids)
+        hits += promising
+        spent += (evidence or {}).get("samples", looks[-1])
+    return hits, spent / reps
+
+
+def likelihood_rate(config: SessionConfig, changes: list[float], reps: int, seed: int) -> int:
+    """Kept decisions of `reps` for a candidate with these per-task changes, the task
+    set resampled with replacement each time."""
+    rng = np.random.default_rng(seed)
+    values = np.asarray(changes, dtype=float)
+    ids = [f"t{i}" for i in range(len(values))]
+    kept = 0
+    for _ in range(reps):
+        pick = values[rng.integers(0, len(values), len(values))]
+        scores = {
+            "parent": dict.fromkeys(ids, 0.0),
+            "candidate": {i: float(v) for i, v in zip(ids, pick, strict=True)},
+        }
+        kept += guard.likelihood_verdict(config.audit, scores, ids)[0]
+    return kept
+
+
+def claims_path(preset: str) -> Path:
+    return Path(str(resources.files("codeloop.presets").joinpath(preset + CLAIMS_SUFFIX)))
+
+
+def _inputs(preset: str, name: str) -> dict[str, Any]:
+    """A measured input file shipped beside the preset (named by its claims file)."""
+    path = claims_path(preset).parent / name
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def compute(preset: str) -> list[Rate]:
+    """Every claim of `preset`, computed now."""
+    claims = tomllib.loads(claims_path(preset).read_text(encoding="utf-8"))
+    config = load_preset(preset)
+    reps, seed = int(claims["reps"]), int(claims["seed"])
+    found: list[Rate] = []
+    for index, claim in enumerate(claims["claim"]):
+        spent = None
+        for case, hits, spent in _cases(preset, claims, config, claim, reps, seed + index):
+            low, high = wilson(hits, reps)
+            if "at_most" in claim:
+                bound, holds = f"<= {claim['at_most']:.0%}", high <= claim["at_most"]
+            else:
+                bound, holds = f">= {claim['at_least']:.0%}", low >= claim["at_least"]
+            what = f"{claim['what']} [{case}]"
+            found.append(Rate(what, claim["kind"], hits / reps, low, high, bound, holds, spent))
+    return found
+
+
+def _cases(preset: str, claims: dict, config: SessionConfig, claim: dict, reps: int, seed: int):
+    """(case, hits, samples per side) of one claim: a gate claim under every validation
+    profile the preset names, a likelihood claim on its measured candidate."""
+    if claim["kind"] == "gate":
+        for profile in _inputs(preset, claims["gate_profile"])["profiles"]:
+            hits, spent = gate_rate(config, profile, claim["points"], reps, seed)
+            yield profile["name"], hits, spent
+    elif claim["kind"] == "likelihood":
+        design = _inputs(preset, claims["likelihood_design"])
+        row = next(row for row in design["rows"] if row["name"] == claim["candidate"])
+        yield claim["candidate"], likelihood_rate(config, row["changes"], reps, seed), None
+    else:
+        raise ValueError(f"{claims_path(preset)}: unknown claim kind {claim['kind']!r}")
+
+
+def fingerprint(preset: str) -> str:
+    """What the rates depend on: the preset, its claims and inputs, and this code."""
+    folder = claims_path(preset).parent
+    claims = tomllib.loads(claims_path(preset).read_text(encoding="utf-8"))
+    parts = [
+        store.sha256_file(folder / f"{preset}.toml"),
+        store.sha256_file(claims_path(preset)),
+        store.sha256_file(Path(__file__)),
+        store.sha256_file(Path(guard.__file__)),
+        *(store.sha256_file(folder / claims[key]) for key in ("gate_profile", "likelihood_design")),
+    ]
+    return store.sha256_json(parts)
+
+
+def cached(preset: str, cache: Path) -> list[Rate]:
+    """`compute(preset)`, kept in `cache` under the fingerprint of what it depends on."""
+    path = cache / f"guard-rates-{preset}-{fingerprint(preset)[:16]}.json"
+    if path.is_file():
+        return [Rate(**row) for row in json.loads(path.read_text())["rates"]]
+    rates = compute(preset)
+    store.write_json(path, {"preset": preset, "rates": [asdict(rate) for rate in rates]})
+    return rates
