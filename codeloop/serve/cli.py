@@ -183,7 +183,7 @@ def _run(
 
         http = parser() if http == "auto" else http
         loop = event_loop() if loop == "auto" else loop
-        protocol = with_header_timeout(settings.header_timeout_s, http)
+        protocol = with_header_timeout(settings.header_timeout_s, http, settings.max_header_bytes)
         if loop == "uvloop":
             import uvloop  # noqa: F401
     except ImportError as error:

@@ -67,6 +67,9 @@ class Settings:
     header_timeout_s: float = 10.0
     """How long a connection may take to send a request's headers before it is closed
     (slowloris clients; `protocol.HeaderDeadline`)."""
+    max_header_bytes: int = 64 << 10
+    """A request's line and headers together; past it 431 and the connection closed,
+    before the token is checked (`protocol.HeaderDeadline`)."""
     max_run_timeout_s: float = 60.0
     max_compile_timeout_s: float = 120.0
     default_memory_mib: int = 1024
