@@ -15,6 +15,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from typer.core import TyperCommand
 
 from codeloop import config as session_config
@@ -137,6 +138,32 @@ def show_status(
     out.print(f"checked at {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 
+def _findings_table(session: Path, findings: list) -> Table:
+    """verify's table: one row per (round, check); a failed or trusted one says why."""
+    table = Table(title=f"codeloop verify {session}")
+    for column in ("round", "check", "result", "detail"):
+        table.add_column(column)
+    grouped: dict[tuple[int | None, str], list] = {}
+    for finding in findings:
+        grouped.setdefault((finding.round, finding.check), []).append(finding)
+    for (number, check), items in grouped.items():
+        failed = [f for f in items if not f.ok]
+        trusted = [f for f in items if f.trusted]
+        shown = failed or trusted
+        if failed:
+            result = "[red]VIOLATED[/]"
+        else:
+            result = "[yellow]on trust[/]" if trusted else "[green]ok[/]"
+        detail = "; ".join(f.detail for f in shown[:3]) + (
+            f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
+        )
+        count = f" ({len(items)})" if len(items) > 1 and not shown else ""
+        if trusted and not failed and len(items) > len(trusted):
+            count = f" ({len(items) - len(trusted)} ok, {len(trusted)} on trust)"
+        table.add_row("-" if number is None else str(number), check + count, result, detail)
+    return table
+
+
 def verify(
     session_option: Path | None = typer.Option(
         None, "--session", "-s", help=f"Session folder (default {DEFAULT_SESSION})."
@@ -168,8 +195,6 @@ def verify(
     """Recompute a session's recorded sha256s, rebuild its config and tasks, and re-check
     its invariants; exit 1 on any violation. What cannot be re-derived is named as taken
     on trust."""
-    from rich.table import Table
-
     from codeloop.loop.digest import digests
     from codeloop.loop.verify import verify_session
 
@@ -187,28 +212,7 @@ def verify(
         regenerate=regenerate,
         regenerate_seed=seed or 0,
     )
-    table = Table(title=f"codeloop verify {session}")
-    for column in ("round", "check", "result", "detail"):
-        table.add_column(column)
-    grouped: dict[tuple[int | None, str], list] = {}
-    for finding in findings:
-        grouped.setdefault((finding.round, finding.check), []).append(finding)
-    for (number, check), items in grouped.items():
-        failed = [f for f in items if not f.ok]
-        trusted = [f for f in items if f.trusted]
-        shown = failed or trusted
-        if failed:
-            result = "[red]VIOLATED[/]"
-        else:
-            result = "[yellow]on trust[/]" if trusted else "[green]ok[/]"
-        detail = "; ".join(f.detail for f in shown[:3]) + (
-            f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
-        )
-        count = f" ({len(items)})" if len(items) > 1 and not shown else ""
-        if trusted and not failed and len(items) > len(trusted):
-            count = f" ({len(items) - len(trusted)} ok, {len(trusted)} on trust)"
-        table.add_row("-" if number is None else str(number), check + count, result, detail)
-    out.print(table)
+    out.print(_findings_table(session, findings))
     for number, value in digests(session).items():
         out.print(f"round {number} digest {value}", highlight=False)
     violations = sum(not f.ok for f in findings)
