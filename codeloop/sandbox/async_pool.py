@@ -31,6 +31,7 @@ from codeloop.sandbox.pool import (
     check_backend,
     checked,
     program_run,
+    worker_env,
 )
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
 
@@ -124,6 +125,7 @@ class AsyncWorkerPool:
             WORKER_MODULE,
             self.backend,
             str(index),
+            env=worker_env(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT,

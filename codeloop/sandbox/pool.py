@@ -26,6 +26,17 @@ from pathlib import Path
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest, Step
 
 WORKER_MODULE = "codeloop.sandbox.worker"
+SECRET_ENV = ("CODELOOP_SERVE_TOKEN",)
+"""Variables a sandbox worker never inherits (`worker_env`): `codeloop serve`'s bearer
+token. Boxes start from an empty environment anyway (bubblewrap's --clearenv); a worker
+is the host-side process that starts them, and needs no secret to do it."""
+
+
+def worker_env() -> dict[str, str]:
+    """The environment a worker process starts with: this process's, less SECRET_ENV."""
+    return {key: value for key, value in os.environ.items() if key not in SECRET_ENV}
+
+
 """What every worker process runs (`python -m WORKER_MODULE`)."""
 
 WORKER_DIED = (
@@ -61,6 +72,7 @@ class _Worker:
         if self.process is None or self.process.poll() is not None:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", WORKER_MODULE, self.backend, str(self.index)],
+                env=worker_env(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,

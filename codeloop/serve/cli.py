@@ -16,7 +16,7 @@ import typer
 
 from codeloop import config as session_config
 from codeloop.errors import CodeloopError, ConfigError
-from codeloop.serve.limits import Settings, resolve_token
+from codeloop.serve.limits import TOKEN_ENV, Settings, resolve_token
 from codeloop.serve.metrics import JsonLines
 
 log = logging.getLogger("codeloop.serve")
@@ -142,6 +142,9 @@ def serve(
 ) -> None:
     """Serve the sandbox over HTTP: SandboxFusion's /run_code and the native /v1/check."""
     token = resolve_token(host, token_file, no_auth, os.environ)
+    # Read once, then gone from this process's environment: nothing it starts (sandbox
+    # workers, Ray, a compile service) inherits the token.
+    os.environ.pop(TOKEN_ENV, None)
     session = session_config.load(config) if config else None
     sandbox = session.sandbox if session else session_config.SandboxConfig()
     address = cluster or (session.cluster.address if session else None)
