@@ -1,8 +1,10 @@
 """Checking one program: compile once, run each case, compare outside the sandbox.
 
 The request and verdict types live in `request.py`; what a run means (each case's
-status and feedback, a test's verdict, output comparison) in `verdict.py`, which this
-module asks; and what is particular to a language in its home (`languages/<name>/`).
+status and feedback, the cases folded into one verdict, a test's verdict, a refusal,
+output comparison) in `verdict.py`, which this module asks with the facts it saw (it
+names no status itself); and what is particular to a language in its home
+(`languages/<name>/`).
 
 Expected outputs never enter the sandbox: the program only ever sees a case's
 input, and its output is compared here. The verdict is one status from a closed
@@ -17,13 +19,12 @@ from pathlib import Path
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import harness, run_files
 from codeloop.sandbox.cache import shared_folder
-from codeloop.sandbox.compiler import COMPILE_TIMED_OUT, Compiler
+from codeloop.sandbox.compiler import Compiler
 from codeloop.sandbox.function_tests import TaskRefused, TestContext, compose
 from codeloop.sandbox.home import Home, WarmRunner
 from codeloop.sandbox.language import Language
 from codeloop.sandbox.languages import HOMES, get
 from codeloop.sandbox.request import (
-    FEEDBACK_CHARS,
     MAX_PROGRAM_BYTES,
     Check,
     CheckRequest,
@@ -31,7 +32,17 @@ from codeloop.sandbox.request import (
     RunRequest,
     Step,
 )
-from codeloop.sandbox.verdict import case_verdict, failed_check, run_step, test_verdict
+from codeloop.sandbox.verdict import (
+    CaseTally,
+    Refusal,
+    case_verdict,
+    compile_step,
+    environment_step,
+    refused,
+    run_step,
+    test_verdict,
+    unwrapped_step,
+)
 
 
 class Sandbox:
@@ -76,8 +87,8 @@ class Sandbox:
             return False
         return self.warm_home.language.name == language.name
 
-    def _failed(self, status: str, feedback: str, **extra: object) -> Check:
-        return failed_check(status, feedback, self.backend.name, **extra)
+    def _refused(self, reason: Refusal, detail: str, **extra: object) -> Check:
+        return refused(reason, detail, self.backend.name, **extra)
 
     def _limits(self, language: Language, limits: SandboxLimits) -> harness.RunLimits:
         return harness.RunLimits(
@@ -96,22 +107,19 @@ class Sandbox:
         try:
             language = get(request.language)  # the request's own fields are valid already
         except ValueError as error:
-            return self._failed("environment_error", str(error))
+            return self._refused("unknown_language", str(error))
         missing = language.missing_tools()
-        problem = self.backend.problem()
         if missing:
-            problem = (
-                f"{language.name} toolchain missing: {', '.join(missing)}; "
-                f"install with: {language.install}"
-            )
+            return self._refused("toolchain_missing", _missing(language, missing))
+        problem = self.backend.problem()
         if problem:
-            return self._failed("environment_error", problem)
+            return self._refused("sandbox_broken", problem)
         size = len(request.program.encode("utf-8"))
         if size > MAX_PROGRAM_BYTES:
             # Refused before anything parses it (composers' regexes, compilers): a
             # program of this size is no answer, and must not cost minutes.
-            return self._failed(
-                "compile_error",
+            return self._refused(
+                "program_too_big",
                 f"the program is {size} bytes; the sandbox takes at most {MAX_PROGRAM_BYTES}",
                 cases_total=max(1, len(request.cases)),
             )
@@ -141,10 +149,7 @@ class Sandbox:
             return self._broken_run(str(error))
         missing = language.missing_tools()
         if missing:
-            return self._broken_run(
-                f"{language.name} toolchain missing: {', '.join(missing)}; "
-                f"install with: {language.install}"
-            )
+            return self._broken_run(_missing(language, missing))
         problem = self.backend.problem()
         if problem:
             return self._broken_run(problem)
@@ -165,9 +170,9 @@ class Sandbox:
             (box / language.source).chmod(0o644)
             compiled = None
             if build is not None:
-                failed, compile_ms = self.compiler.compile(language, box, files, limits, argv=build)
-                compiled = _compile_step(failed, compile_ms)
-                if compiled.status != "finished" or compiled.exit_code != 0:
+                facts = self.compiler.compile_facts(language, box, files, limits, argv=build)
+                compiled = compile_step(facts)
+                if not facts.ok:
                     return ProgramRun(compile=compiled, backend=self.backend.name)
             mark = None
             if request.files or request.fetch_files:
@@ -186,7 +191,9 @@ class Sandbox:
             harness.remove_box(box)
         step, fetched = run_step(language, run), {}
         if mark is not None:
-            step, fetched = _unwrapped(step, run.trailer, mark, request.fetch_files)
+            asked = request.fetch_files
+            started, stdout, fetched = run_files.split(run.trailer, step.stdout, mark, asked)
+            step, fetched = unwrapped_step(step, started, stdout, fetched)
         return ProgramRun(compile=compiled, run=step, backend=self.backend.name, files=fetched)
 
     def _run_warm(
@@ -207,8 +214,7 @@ class Sandbox:
         return run_step(language, run)
 
     def _broken_run(self, problem: str) -> ProgramRun:
-        step = Step(status="environment_error", stderr=problem[:FEEDBACK_CHARS])
-        return ProgramRun(run=step, backend=self.backend.name)
+        return ProgramRun(run=environment_step(problem), backend=self.backend.name)
 
     def _check_tests(
         self, language: Language, request: CheckRequest, limits: SandboxLimits
@@ -226,9 +232,9 @@ class Sandbox:
                 context,
             )
         except TaskRefused as error:
-            return self._failed("environment_error", str(error), task_error=True)
+            return self._refused("task_refused", str(error))
         except ValueError as error:
-            return self._failed("environment_error", str(error))
+            return self._refused("test_not_composed", str(error))
         if self._runs_warm(language):
             # Such a test runs in the worker's warm sandbox. One that cannot run here
             # (or broke) is switched off for this worker with its reason in `describe()`,
@@ -270,12 +276,11 @@ class Sandbox:
         limits: SandboxLimits,
         compile_ms: float,
     ) -> Check:
+        """Run each stdio case and fold the cases' verdicts into the check's
+        (`verdict.CaseTally`, which also says when the check stops)."""
         run_limits = self._limits(language, limits)
         argv = language.run_argv(limits.memory_mib)
-        total_ms = 0.0
-        peak: int | None = None
-        passed = 0
-        failed: tuple[str, str] | None = None  # the first failure: status, feedback
+        tally = CaseTally(cases_total=len(request.cases), every_case=request.every_case)
         for index, case in enumerate(request.cases):
             run = harness.run(
                 self.backend,
@@ -285,64 +290,13 @@ class Sandbox:
                 limits=run_limits,
                 env=language.env,
             )
-            total_ms += run.wall_ms
-            if run.peak_memory_kib is not None:
-                peak = max(peak or 0, run.peak_memory_kib)
-            status, feedback = case_verdict(language, index, case, run, request.checker)
-            if status is None:
-                passed += 1
-                continue
-            failed = failed or (status, feedback)
-            # a program that does not parse, or a sandbox that failed, ends the check
-            if not request.every_case or status in ("compile_error", "environment_error"):
+            if not tally.add(run, case_verdict(language, index, case, run, request.checker)):
                 break
-        if failed is not None:
-            return Check(
-                status=failed[0],  # type: ignore[arg-type]
-                feedback=failed[1],
-                compile_ms=compile_ms,
-                run_ms=total_ms,
-                peak_memory_kib=peak,
-                cases_passed=passed,
-                cases_total=len(request.cases),
-                backend=self.backend.name,
-            )
-        return Check(
-            status="passed",
-            compile_ms=compile_ms,
-            run_ms=total_ms,
-            peak_memory_kib=peak,
-            cases_passed=len(request.cases),
-            cases_total=len(request.cases),
-            backend=self.backend.name,
-        )
+        return tally.check(compile_ms, self.backend.name)
 
 
-def _unwrapped(
-    step: Step, trailer: bytes, mark: str, asked: list[str]
-) -> tuple[Step, dict[str, str]]:
-    """A `run_files`-wrapped run's step without the shell's marks, and the files it
-    fetched (none unless it finished within its output limit). A run whose program never
-    started (its input files could not be put in place) is an environment error: the
-    sandbox could not carry it out, which says nothing about the program."""
-    started, stdout, fetched = run_files.split(trailer, step.stdout, mark, asked)
-    if not started and step.status != "environment_error":
-        reason = f"the input files could not be put in place: {step.stderr}"
-        return Step(status="environment_error", stderr=reason[:FEEDBACK_CHARS]), {}
-    if step.status != "finished" or step.output_limit:
-        fetched = {}
-    return step.model_copy(update={"stdout": stdout}), fetched
-
-
-def _compile_step(failed: Check | None, compile_ms: float) -> Step:
-    """The compile step of a `ProgramRun`, from `Compiler.compile`'s outcome. The compile
-    cache keeps whether a compile failed and its output, not its exit status: a failed
-    compile reads as exit status 1."""
-    if failed is None:
-        return Step(status="finished", exit_code=0, wall_ms=compile_ms)
-    if failed.status == "environment_error":
-        return Step(status="environment_error", stderr=failed.feedback, wall_ms=compile_ms)
-    if failed.feedback == COMPILE_TIMED_OUT:
-        return Step(status="timeout", wall_ms=compile_ms)
-    output = failed.feedback.removeprefix("Compilation failed:\n")
-    return Step(status="finished", exit_code=1, stderr=output, wall_ms=compile_ms)
+def _missing(language: Language, tools: list[str]) -> str:
+    """What a check or run says when the language's toolchain is not installed here."""
+    return (
+        f"{language.name} toolchain missing: {', '.join(tools)}; install with: {language.install}"
+    )

@@ -7,6 +7,9 @@ go through the compile cache; a failed compile is checked against the language's
 canary before it counts against the source, so that a broken toolchain is an
 environment error and never a wrong answer.
 
+A compile reports facts (`verdict.CompileFacts`: the compiler's output, a timeout, a
+sandbox or toolchain failure); what they mean is `verdict.py`'s (`compile_verdict`).
+
 A worker resolves each language's toolchain once (`Toolchain`: its home's compile
 extras and its version, a part of every cache key), so that a compile reads as the
 steps it takes: the language's extras, the cache, the compiler, the cache. Where a
@@ -19,7 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from codeloop.config import SandboxLimits
@@ -30,11 +33,13 @@ from codeloop.sandbox.language import Language, version_of
 from codeloop.sandbox.languages import HOMES, home
 from codeloop.sandbox.request import COMPILE_VIRTUAL_OVERHEAD_MIB, Check
 from codeloop.sandbox.testbuild import TestBuild
-from codeloop.sandbox.verdict import compile_failure, compiler_output, failed_check
+from codeloop.sandbox.verdict import (
+    CompileFacts,
+    compile_verdict,
+    compiler_output,
+    trusted_compile_verdict,
+)
 
-COMPILE_TIMED_OUT = "Compilation timed out."
-"""The feedback of a compile that met its wall-clock limit (not cached: it may finish
-on a quieter machine)."""
 CANARY_TTL_S = 120.0
 """How long a worker trusts a toolchain after its canary compiled."""
 
@@ -96,9 +101,6 @@ class Compiler:
     def compile_limits(self, limits: SandboxLimits) -> harness.RunLimits:
         return compile_limits(limits)
 
-    def _failed(self, status: str, feedback: str, **extra: object) -> Check:
-        return failed_check(status, feedback, self.backend.name, **extra)
-
     def close(self) -> None:
         """Stop the compile services (the worker is done)."""
         for service in self.services.values():
@@ -142,38 +144,51 @@ class Compiler:
         build: TestBuild | None = None,
         argv: list[str] | None = None,
     ) -> tuple[Check | None, float]:
-        """Compile in the sandbox (or load from cache); a Check only when it failed.
+        """Compile in the sandbox (or load from cache); a Check only when it failed
+        (`verdict.compile_verdict`), and the compile's wall time.
 
         `argv`: the command (default: the build's, else the language's stdio compile)."""
+        facts = self.compile_facts(language, box, files, limits, build, argv)
+        return compile_verdict(facts, self.backend.name), facts.ms
+
+    def compile_facts(
+        self,
+        language: Language,
+        box: Path,
+        files: dict[str, bytes],
+        limits: SandboxLimits,
+        build: TestBuild | None = None,
+        argv: list[str] | None = None,
+    ) -> CompileFacts:
+        """What compiling `files` into `box` did, from the compile cache or a compile in
+        the sandbox (`argv` as for `compile`); ok with nothing to compile."""
         argv = argv or (build.compile if build else language.compile_argv(limits.memory_mib))
         if argv is None:
-            return None, 0.0
+            return CompileFacts(ok=True)
         plan = self.plan(language, files, argv, build)
         outcome = self.cache.load(plan.key, box)
-        elapsed = 0.0
-        if outcome is None:
-            run = self._compile_in_service(language, plan.argv, box, files, limits)
-            if run is None:
-                run = self._run_compiler(plan.argv, box, plan.env, plan.binds, limits)
-            elapsed = run.wall_ms
-            stderr = compiler_output(run)
-            if run.setup_error:  # from bwrap's status pipe, never from compiler output
-                return self._failed("environment_error", run.setup_error), elapsed
-            if run.timed_out:
-                return self._failed("compile_error", COMPILE_TIMED_OUT), elapsed
-            outcome = {"ok": run.exit_code == 0, "stderr": stderr}
-            if not outcome["ok"]:
-                broken = self._broken_toolchain(language, limits)
-                if broken is not None:
-                    return self._failed("environment_error", broken), elapsed
-            # Only a compiler that ran to its own end is a fact about the source: one
-            # killed by a signal, the OOM killer or the output cap may do better next time.
-            if run.exit_code is not None and not (run.oom_killed or run.output_exceeded):
-                self.cache.save(plan.key, box, outcome)
-        if not outcome["ok"]:
-            failed = compile_failure(outcome["stderr"], self.backend.name, compile_ms=elapsed)
-            return failed, elapsed
-        return None, elapsed
+        if outcome is not None:
+            return CompileFacts(ok=outcome["ok"], output=outcome["stderr"])
+        run = self._compile_in_service(language, plan.argv, box, files, limits)
+        if run is None:
+            run = self._run_compiler(plan.argv, box, plan.env, plan.binds, limits)
+        if run.setup_error or run.timed_out:
+            # Neither says anything about the source (bwrap's status pipe, or a machine too
+            # slow now): never cached, never checked against the canary.
+            setup_error = run.setup_error or None
+            return CompileFacts(
+                False, ms=run.wall_ms, timed_out=run.timed_out, setup_error=setup_error
+            )
+        facts = CompileFacts(ok=run.exit_code == 0, output=compiler_output(run), ms=run.wall_ms)
+        if not facts.ok:
+            broken = self._broken_toolchain(language, limits)
+            if broken is not None:
+                return replace(facts, broken_toolchain=broken)
+        # Only a compiler that ran to its own end is a fact about the source: one
+        # killed by a signal, the OOM killer or the output cap may do better next time.
+        if run.exit_code is not None and not (run.oom_killed or run.output_exceeded):
+            self.cache.save(plan.key, box, {"ok": facts.ok, "stderr": facts.output})
+        return facts
 
     def compile_build(
         self, language: Language, box: Path, build: TestBuild, limits: SandboxLimits
@@ -196,9 +211,9 @@ class Compiler:
         On a miss it is compiled in a box of its own (the solution's compile never
         sees the test, and the test's never sees the solution), under a lock per key,
         so that workers checking answers to one task build it once between them; then
-        that box (sources and products) is copied into `box`. A failure of a half
-        built from the task alone (`TrustedHalf.from_task`) is the task's: no answer
-        could pass, so it is no verdict on this one; otherwise a compile_error.
+        that box (sources and products) is copied into `box`. What a failure means
+        (the task's fault where the half is built from the task alone) is
+        `verdict.trusted_compile_verdict`'s.
         """
         trusted = build.trusted
         assert trusted is not None
@@ -210,23 +225,14 @@ class Compiler:
             own = harness.prepare_box(self.scratch, self.backend.compile_uid)
             try:
                 write_box(own, trusted.files, self.backend.compile_uid)
-                failed, elapsed = self.compile(
+                facts = self.compile_facts(
                     language, own, trusted.files, limits, build, trusted.compile
                 )
-                if failed is None:
+                if facts.ok:
                     shutil.copytree(own, box, symlinks=True, dirs_exist_ok=True)
             finally:
                 harness.remove_box(own)
-        if failed is not None and failed.status == "compile_error" and trusted.from_task:
-            # A timeout is this machine's (too slow now), a compiler's error the task's.
-            timed_out = failed.feedback == COMPILE_TIMED_OUT
-            failed = self._failed(
-                "environment_error",
-                "The task's test did not compile (it is built from the task alone, so no "
-                f"answer could pass it): {failed.feedback}",
-                task_error=not timed_out,
-            )
-        return failed, elapsed
+        return trusted_compile_verdict(facts, trusted.from_task, self.backend.name), facts.ms
 
     def _compile_in_service(
         self,

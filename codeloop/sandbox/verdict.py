@@ -1,27 +1,41 @@
-"""Turning a run into a verdict: output comparison (outside the sandbox: expected
-outputs never enter it), the status of a finished run, and the feedback a model sees.
+"""Turning facts into a verdict: output comparison (outside the sandbox: expected
+outputs never enter it), the status of every check, and the feedback a model sees.
 
-The one place that decides a status: a stdio case's (`case_verdict`), a composed
-test's (`test_verdict`), a failed compile's (`compile_failure`) and how a plain run
-ended (`run_step`). The checker (`check.py`) and the compiler (`compiler.py`) run
-programs and ask here what the run means, so a rule changes in one module.
+The one place that decides a status. The checker (`check.py`) and the compiler
+(`compiler.py`) run programs and report what happened as facts; this module says what
+those facts mean, so a rule changes in one module:
+
+- a refused check (`refused`, from a `Refusal`: unknown language, missing toolchain,
+  broken sandbox, an oversized program, a test that cannot be built);
+- a compile (`compile_verdict`, `trusted_compile_verdict`, `compile_step`, from
+  `CompileFacts`: the compiler's output, whether it timed out, a sandbox or toolchain
+  failure), never from feedback text;
+- a stdio case (`case_verdict`) and a check's cases folded into one verdict
+  (`CaseTally`: the first failure's status, which failures end the check);
+- a composed test's run (`test_verdict`) and a plain run (`run_step`, `unwrapped_step`).
+
+`tests/test_verdict_table.py` lists every status and the facts that lead to it.
 """
 
 from __future__ import annotations
 
 import math
 import signal
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from codeloop.sandbox import harness
 from codeloop.sandbox.language import Language
-from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check, Step, parse_checker
+from codeloop.sandbox.request import FEEDBACK_CHARS, Case, Check, Status, Step, parse_checker
 
 if TYPE_CHECKING:
     from codeloop.sandbox.testbuild import TestBuild
 
 _FIELD_CHARS = 400
 _COMPILE_CHARS = 1500
+COMPILE_TIMED_OUT = "Compilation timed out."
+"""The feedback of a compile that met its wall-clock limit (not cached: it may finish
+on a quieter machine)."""
 
 
 def _lines(text: str) -> list[str]:
@@ -79,9 +93,14 @@ def _case_feedback(index: int, status: str, case: Case, run: harness.RunResult) 
     return "\n".join(parts)[:FEEDBACK_CHARS]
 
 
-def _compile_feedback(stderr: str) -> str:
+def _compile_lines(stderr: str) -> str:
+    """A compiler's first 30 non-blank lines, clipped: what a model sees of a failed compile."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()][:30]
-    return ("Compilation failed:\n" + _clip("\n".join(lines), _COMPILE_CHARS))[:FEEDBACK_CHARS]
+    return _clip("\n".join(lines), _COMPILE_CHARS)
+
+
+def _compile_feedback(stderr: str) -> str:
+    return ("Compilation failed:\n" + _compile_lines(stderr))[:FEEDBACK_CHARS]
 
 
 def compiler_output(run: harness.RunResult) -> str:
@@ -94,6 +113,81 @@ def compile_failure(output: str, backend: str, **extra: object) -> Check:
     """The compile_error Check of a compile that failed with `output` (its first lines
     become the feedback), on worker `backend`."""
     return failed_check("compile_error", _compile_feedback(output), backend, **extra)
+
+
+# --- compiles ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompileFacts:
+    """What one compile did, as the compiler saw it (or as the compile cache kept it).
+
+    Facts only: what they mean (a compile_error, an environment_error, a timeout) is
+    `compile_verdict`'s, so that no status travels as feedback text."""
+
+    ok: bool
+    """The compiler ran to its end and exited 0 (False for every other outcome)."""
+    output: str = ""
+    """What the compiler printed, stderr then stdout (`compiler_output`)."""
+    ms: float = 0.0
+    """Wall time of the compile (0 when its outcome came from the compile cache)."""
+    timed_out: bool = False
+    """The compile met its wall-clock limit."""
+    setup_error: str | None = None
+    """The sandbox could not carry the compile out (from bwrap's status pipe)."""
+    broken_toolchain: str | None = None
+    """After a failed compile, the language's known-good canary failed too: why."""
+
+
+def compile_verdict(facts: CompileFacts, backend: str) -> Check | None:
+    """The Check of a compile that failed (None: it succeeded), on worker `backend`.
+
+    A sandbox that could not run the compiler, or a toolchain that fails its canary too,
+    is an environment_error (never the source's fault); a compile that met its time
+    limit is a compile_error with COMPILE_TIMED_OUT as its feedback; any other failure
+    a compile_error with the compiler's first lines."""
+    if facts.setup_error:
+        return failed_check("environment_error", facts.setup_error, backend)
+    if facts.timed_out:
+        return failed_check("compile_error", COMPILE_TIMED_OUT, backend)
+    if facts.broken_toolchain:
+        return failed_check("environment_error", facts.broken_toolchain, backend)
+    if not facts.ok:
+        return compile_failure(facts.output, backend, compile_ms=facts.ms)
+    return None
+
+
+def trusted_compile_verdict(facts: CompileFacts, from_task: bool, backend: str) -> Check | None:
+    """The Check of a function test's trusted half that failed to compile (None: it
+    compiled). A half built from the task alone (`from_task`) that does not compile is
+    the task's fault, since no answer could pass it: an environment_error with
+    `task_error`, except a timeout, which is this machine's (too slow now)."""
+    failed = compile_verdict(facts, backend)
+    if failed is None or failed.status != "compile_error" or not from_task:
+        return failed
+    return failed_check(
+        "environment_error",
+        "The task's test did not compile (it is built from the task alone, so no "
+        f"answer could pass it): {failed.feedback}",
+        backend,
+        task_error=not facts.timed_out,
+    )
+
+
+def compile_step(facts: CompileFacts) -> Step:
+    """The compile step of a `ProgramRun` (no verdict, the same reading as a check's). The
+    compile cache keeps whether a compile failed and its output, not its exit status: a
+    failed compile reads as exit status 1."""
+    trouble = facts.setup_error or facts.broken_toolchain
+    if trouble:
+        return environment_step(trouble, wall_ms=facts.ms)
+    if facts.timed_out:
+        return Step(status="timeout", wall_ms=facts.ms)
+    if facts.ok:
+        return Step(status="finished", exit_code=0, wall_ms=facts.ms)
+    return Step(
+        status="finished", exit_code=1, stderr=_compile_lines(facts.output), wall_ms=facts.ms
+    )
 
 
 # --- verdicts ------------------------------------------------------------------------------
@@ -166,6 +260,52 @@ def case_verdict(
     if status == "environment_error":
         return CaseVerdict(status, run.setup_error or _decode(run.stderr)[:FEEDBACK_CHARS])
     return CaseVerdict(status, _case_feedback(index, status, case, run) if status else "")
+
+
+ENDS_CHECK: tuple[Status, ...] = ("compile_error", "environment_error")
+"""Case failures that end a stdio check even when it runs every case: a program that
+does not parse fails every case alike, and a failed sandbox gives no verdict."""
+
+
+@dataclass
+class CaseTally:
+    """A stdio check's cases folded into one verdict, one case at a time: the status is
+    the first failure's (passed when none failed), `cases_passed` counts the cases that
+    passed, and `add` says whether the check goes on to the next case."""
+
+    cases_total: int
+    every_case: bool = False
+    """Run every case after a failure too (partial credit), except after `ENDS_CHECK`."""
+    passed: int = 0
+    run_ms: float = 0.0
+    peak_memory_kib: int | None = None
+    failure: CaseVerdict | None = None
+    """The first failing case's verdict (None: none failed yet)."""
+
+    def add(self, run: harness.RunResult, verdict: CaseVerdict) -> bool:
+        """Count one case's run and verdict; whether the check runs its next case."""
+        self.run_ms += run.wall_ms
+        if run.peak_memory_kib is not None:
+            self.peak_memory_kib = max(self.peak_memory_kib or 0, run.peak_memory_kib)
+        if verdict.status is None:
+            self.passed += 1
+            return True
+        self.failure = self.failure or verdict
+        return self.every_case and verdict.status not in ENDS_CHECK
+
+    def check(self, compile_ms: float, backend: str) -> Check:
+        """The check's verdict from the cases counted so far (`backend`: the worker's)."""
+        status, feedback = self.failure or ("passed", "")
+        return Check(
+            status=status,  # type: ignore[arg-type]
+            feedback=feedback,
+            compile_ms=compile_ms,
+            run_ms=self.run_ms,
+            peak_memory_kib=self.peak_memory_kib,
+            cases_passed=self.passed,
+            cases_total=self.cases_total,
+            backend=backend,
+        )
 
 
 def run_step(language: Language, run: harness.RunResult) -> Step:
@@ -255,3 +395,57 @@ def failed_check(status: str, feedback: str, backend: str, **extra: object) -> C
         backend=backend,
         **extra,
     )
+
+
+def environment_step(detail: str, wall_ms: float = 0.0) -> Step:
+    """A `ProgramRun` step the sandbox could not carry out (`detail` says why): no fact
+    about the program."""
+    return Step(status="environment_error", stderr=detail[:FEEDBACK_CHARS], wall_ms=wall_ms)
+
+
+def unwrapped_step(
+    step: Step, started: bool, stdout: str, fetched: dict[str, str]
+) -> tuple[Step, dict[str, str]]:
+    """A `run_files`-wrapped run's step once the shell's marks are cut off (`started`:
+    the opening mark was there; `stdout`: the program's own), and the files it fetched
+    (none unless it finished within its output limit). A run whose program never
+    started (its input files could not be put in place) is an environment error: the
+    sandbox could not carry it out, which says nothing about the program."""
+    if not started and step.status != "environment_error":
+        return environment_step(f"the input files could not be put in place: {step.stderr}"), {}
+    if step.status != "finished" or step.output_limit:
+        fetched = {}
+    return step.model_copy(update={"stdout": stdout}), fetched
+
+
+# --- refusals ------------------------------------------------------------------------------
+
+Refusal = Literal[
+    "unknown_language",
+    "toolchain_missing",
+    "sandbox_broken",
+    "program_too_big",
+    "task_refused",
+    "test_not_composed",
+]
+"""Why a check ended before any program ran (the fact `refused` reads)."""
+
+REFUSALS: dict[Refusal, tuple[Status, bool]] = {
+    "unknown_language": ("environment_error", False),
+    "toolchain_missing": ("environment_error", False),
+    "sandbox_broken": ("environment_error", False),
+    # Refused before anything parses it: a program of this size is no answer.
+    "program_too_big": ("compile_error", False),
+    # The task's own test cannot be checked as written (`TaskRefused`): the task's fault.
+    "task_refused": ("environment_error", True),
+    "test_not_composed": ("environment_error", False),
+}
+"""Each refusal's status and whether it is the task's fault (`Check.task_error`)."""
+
+
+def refused(reason: Refusal, detail: str, backend: str, **extra: object) -> Check:
+    """The Check of a check refused for `reason` (`detail`: the feedback), on `backend`."""
+    status, task_error = REFUSALS[reason]
+    if task_error:
+        extra["task_error"] = True
+    return failed_check(status, detail, backend, **extra)
