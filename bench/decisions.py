@@ -67,7 +67,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import holdout
 from learning import verdicts
 from results import record
 
@@ -83,6 +82,7 @@ from codeloop.loop.collect import normalised
 from codeloop.loop.common import Round
 from codeloop.loop.export import write_dataset
 from codeloop.loop.launcher import open_session
+from codeloop.tasks import clean as holdout
 from codeloop.tasks.schema import Task
 
 ROUND = 1

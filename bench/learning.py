@@ -64,7 +64,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import devset
-import holdout
 from results import record
 
 from codeloop import recipe, store
@@ -75,6 +74,7 @@ from codeloop.loop.common import PHASES
 from codeloop.loop.launcher import open_session
 from codeloop.sandbox import check_many
 from codeloop.store import sha256_json
+from codeloop.tasks import clean as holdout
 from codeloop.tasks.checks import request as check_request
 from codeloop.tasks.schema import Task
 

@@ -16,7 +16,8 @@ from codeloop.tasks.validate import trivial_pass
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import devset
-import holdout
+
+from codeloop.tasks import clean as holdout
 
 
 def _normal(text: str) -> str:

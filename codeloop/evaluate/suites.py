@@ -17,6 +17,9 @@ bigcode-evaluation-harness:
     tiers and the languages, never by how much of a session's pool has been built.
     So the audit holds problems at the level the session trains at (cpu-demo: tier 1).
   - `validation`: a session's fixed development set (development.json).
+  - `clean`: the clean held-out problems (`tasks.clean`: 64 frozen stdio problems, never
+    used for tuning), in every language; `clean-non-kin`: its 30 problems that are not
+    kin to a curriculum family, bench/devset.py or the worked example (`tasks.clean.KIN`).
   - `jsonl:PATH`: stdio problems from a file (`evaluate.stdio`), in every language.
 - `Benchmark` (`humaneval-x`, `humaneval`): a suite of tasks too (the model writes
   the whole function; the sandbox checks it against the hidden test), that also
@@ -44,7 +47,7 @@ from codeloop.evaluate.data import HUMANEVAL_X_FILES, Problems, language_of
 from codeloop.evaluate.humaneval import Job, Sample
 from codeloop.evaluate.scoring import program_of
 from codeloop.sandbox import CheckRequest
-from codeloop.tasks import curriculum
+from codeloop.tasks import clean, curriculum
 from codeloop.tasks.checks import request
 from codeloop.tasks.schema import Problem, Provenance, Task
 from codeloop.tasks.sources import open_source
@@ -269,6 +272,26 @@ class Validation(Suite):
         return [Task.model_validate(task) for task in store.read(development)["tasks"]]
 
 
+class Clean(Suite):
+    """The clean held-out problems in every language of the config (`tasks.clean`);
+    refused (RuntimeError) when the frozen set or its kin label was edited."""
+
+    name = "clean"
+
+    def tasks(self, config: SessionConfig, session: Path | None = None) -> list[Task]:
+        return clean.tasks(config.tasks.languages)
+
+
+class CleanNonKin(Clean):
+    """The clean held-out problems that are not kin (`tasks.clean.KIN`): a gain here is a
+    gain on problems unlike anything a round trains or tunes on."""
+
+    name = "clean-non-kin"
+
+    def tasks(self, config: SessionConfig, session: Path | None = None) -> list[Task]:
+        return clean.non_kin(super().tasks(config, session))
+
+
 class JsonlProblems(Suite):
     """`jsonl:PATH`: the stdio problems of a file, in every language of the config."""
 
@@ -299,8 +322,9 @@ class Listed(Suite):
 
 BENCHMARKS: dict[str, Benchmark] = {suite.name: suite for suite in (HumanEvalX(), HumanEval())}
 """The suites with an official samples format, in the order `codeloop eval` names them."""
+_TASK_SUITES: tuple[Suite, ...] = (CurriculumTest(), Validation(), Clean(), CleanNonKin())
 REGISTRY: dict[str, Suite] = dict(
-    sorted({**BENCHMARKS, "curriculum-test": CurriculumTest(), "validation": Validation()}.items())
+    sorted({**BENCHMARKS, **{suite.name: suite for suite in _TASK_SUITES}}.items())
 )
 """Every named suite, once; `jsonl:PATH` is a suite per file (see `get`)."""
 SUITES = tuple(BENCHMARKS)
