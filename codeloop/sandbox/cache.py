@@ -1,16 +1,25 @@
-"""Shared compiler state: the compile cache, the Go build cache, the C++ precompiled header.
+"""What the sandbox's workers share on disk: the compile cache, the shared folders the
+language homes keep their builds in, locks across workers, and uid slots.
 
-A loop checks the same answer several times (collect, export re-verification,
-audit), so compiled artifacts are cached by (language, toolchain version, compile
-command, sha256 of every input file). Compile errors are cached too: they are as
-deterministic as successes. The folders must be reachable by the sandbox's
-unprivileged uids, so as root they live under /var/cache/codeloop, never under
-/root.
+- `CompileCache` and `compile_key`: a loop checks the same answer several times
+  (collect, export re-verification, audit), so compiled artifacts and outcomes are
+  cached by (language, toolchain version, compile command, environment, bound
+  folders, sha256 of every input file). A failed compile is cached only when the
+  compiler ran to its own end and the language's canary still compiles
+  (`compiler.Compiler`, the only writer): then it is as deterministic as a success.
+- `shared_folder`: folders the compile uid may write, for one-time builds
+  (`testbuild.build_once`: Rust's crates, the codecs) and the homes' own caches (Go's
+  build cache, `languages/go/cache.py`; C++'s precompiled header,
+  `languages/cpp/headers.py`); `cap_shared_folder` retires one whole when it is over
+  its cap (Go's build cache). Checked programs write none of them: only trusted
+  warm-ups and one-time builds do, and checks bind them read-only.
+- `locked`: an exclusive lock across worker processes (one-time builds, a task's
+  trusted test half, pruning).
+- `claim_slot`: a worker's uid slot, locked machine-wide, so two codeloop processes
+  never run programs under the same uid.
 
-Every cache here is bounded: the compile cache by `CompileCache`'s cap (LRU), a
-shared folder by `cap_shared_folder` (retired whole when over its cap). Checked
-programs write none of them: the compile cache is written by the harness, and the
-shared Go build cache only by trusted warm-ups (checks read it read-only).
+The folders must be reachable by the sandbox's unprivileged uids, so as root they live
+under /var/cache/codeloop (`paths.cache_root`), never under /root.
 """
 
 from __future__ import annotations
