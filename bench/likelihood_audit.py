@@ -108,6 +108,8 @@ def main() -> None:
     work = args.session.resolve()
     work.mkdir(parents=True, exist_ok=True)
     shared = doses.base_round(work, ["javascript", "java"], args.seed)
+    if not shared.path("baseline.json").exists():  # train follows baseline in a round
+        decisions.run_phase(shared.session.root, "baseline")
     plan = [(int(d), args.lr) for d in args.doses.split(",")] + [(0, args.own_lr)]
     tasks = audit_set()
     config = shared.config
