@@ -29,9 +29,10 @@ test: setup-test
 test-fast: setup-test
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-# The guard's stated error rates (the preset's "# guard:" lines, docs/GUARD.md) first.
+# The guard's error rates first, computed for the preset by the decision code
+# (`codeloop guard rates`, docs/GUARD.md; cached after the first time).
 demo: setup-demo
-	@sed -n 's/^# guard: \{0,1\}//p' codeloop/presets/cpu-demo.toml
+	-$(VENV)/bin/codeloop guard rates --preset cpu-demo
 	$(VENV)/bin/codeloop run --preset cpu-demo
 	$(VENV)/bin/codeloop report
 

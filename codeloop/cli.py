@@ -18,6 +18,7 @@ from codeloop import __version__
 from codeloop import config as session_config
 from codeloop.errors import CodeloopError
 from codeloop.evaluate.cli import eval_command
+from codeloop.evaluate.guard_cli import app as guard_app
 from codeloop.loop import cli as loop_cli
 from codeloop.reward.grpo import grpo_command
 from codeloop.sandbox import cli as sandbox_cli
@@ -36,6 +37,7 @@ app = typer.Typer(
 config_app = typer.Typer(help="Show, check and document session configs.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app.add_typer(data_app, name="data")
+app.add_typer(guard_app, name="guard")
 app.command("run")(loop_cli.run)
 app.command("phase", hidden=True)(loop_cli.phase)  # the launcher's; bench scripts call it
 app.command("status")(loop_cli.show_status)

@@ -620,10 +620,13 @@ def load(path: str | os.PathLike[str]) -> SessionConfig:
 
 
 def preset_names() -> list[str]:
-    """Names of the bundled presets."""
+    """Names of the bundled presets (NAME.toml; NAME.claims.toml beside one states its
+    guard's error rates, `evaluate/operating.py`)."""
     folder = resources.files("codeloop") / "presets"
     return sorted(
-        item.name.removesuffix(".toml") for item in folder.iterdir() if item.name.endswith(".toml")
+        item.name.removesuffix(".toml")
+        for item in folder.iterdir()
+        if item.name.endswith(".toml") and not item.name.endswith(".claims.toml")
     )
 
 

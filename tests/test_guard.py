@@ -92,21 +92,6 @@ def test_greedy_rules_sample_only_the_flips() -> None:
     assert guard.gate_sample_ids(GateConfig(confirm_samples=8), flips, ids) == []
 
 
-@pytest.mark.parametrize("rho", [0.0, 0.6])
-def test_the_paired_audit_meets_its_error_targets_on_the_gpu_profile(rho: float) -> None:
-    """docs/GUARD.md's gpu audit: P(keep | true change -2 points) <= 5% (the margin at
-    alpha 0.05) and P(keep | no change) high, by the simulator's draws through the guard."""
-    profile = next(p for p in decision_sim.profiles(None, 7) if p.name == "gpu")
-    rule = AuditConfig(rule="paired", confirm_samples=8, margin=0.02, confirm_alpha=0.05)
-    at_margin = decision_sim.oc_point(
-        "audit", rule, profile, rho, decision_sim.shift(-2.5), 120, 11
-    )
-    neutral = decision_sim.oc_point("audit", rule, profile, rho, decision_sim.shift(0), 60, 12)
-    assert at_margin["true_points"] < -2
-    assert at_margin["high"] < 0.12 and at_margin["keep"] <= 0.05
-    assert neutral["keep"] >= 0.85
-
-
 def test_the_simulated_draws_share_answers_at_rate_rho() -> None:
     rng = np.random.default_rng(3)
     p = np.full(2000, 0.5)

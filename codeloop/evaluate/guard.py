@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from math import comb, sqrt
+from math import comb, copysign, sqrt
 from statistics import NormalDist
 from typing import Any
 
@@ -285,11 +285,17 @@ def gate_samples_needed(rule: GateConfig, sides: dict[str, Passes], ids: list[st
     return 0 if outcome is not None else needed
 
 
+Z_CERTAIN = 99.0
+"""The z recorded when every task moved by the same amount (no spread: a certain change);
+finite, so that the evidence stays plain JSON."""
+
+
 def _z(estimate: PairedEstimate) -> float:
-    """The gain over its standard error (+-inf when every task moved alike, 0 when none)."""
+    """The gain over its standard error (+-Z_CERTAIN when every task moved alike, 0 when
+    none moved)."""
     if estimate.standard_error > 0:
         return estimate.change / estimate.standard_error
-    return 0.0 if estimate.change == 0 else float("inf") if estimate.change > 0 else float("-inf")
+    return 0.0 if estimate.change == 0 else copysign(Z_CERTAIN, estimate.change)
 
 
 def _walk_looks(

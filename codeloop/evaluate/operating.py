@@ -6,12 +6,14 @@ this module computes each stated rate by driving the project's own decision code
 that `make demo` prints computed rates and a test fails when a statement and its
 computation part (tests/test_guard_claims.py).
 
-Two kinds of claim:
+Three kinds of claim:
   gate        P(promising) at a true validation effect (a shift of every task's pass
               probability, in points), over simulated decisions: per task, the parent's p
               from the preset's validation profile, k paired samples per side of which a
               share rho are one shared draw (the same text under the same seed), and the
               rule itself, looks and all. The mean samples per side it spent come along.
+  audit       P(keep) of the paired pass-rate audit at a true shift, the same way on the
+              preset's audit profile.
   likelihood  P(keep) of the likelihood audit for a kind of candidate measured on real
               weights (`bench/likelihood_audit.py`): its per-task changes, with the audit's
               task set resampled with replacement (the decision's variability over which
@@ -94,6 +96,27 @@ def gate_rate(
     return hits, spent / reps
 
 
+def audit_rate(
+    config: SessionConfig, profile: dict[str, Any], points: float, reps: int, seed: int
+) -> int:
+    """Kept decisions of `reps` of the paired pass-rate audit at a true shift of `points`
+    on the audit profile (tasks, Beta a and b, rho)."""
+    rule = config.audit
+    rng = np.random.default_rng(seed)
+    ids = [f"t{i}" for i in range(profile["tasks"])]
+    kept = 0
+    for _ in range(reps):
+        p = rng.beta(profile["a"], profile["b"], len(ids))
+        q = np.clip(p + points / 100, 0, 1)
+        parent, candidate = _draws(p, q, rule.confirm_samples, profile["rho"], rng)
+        sides = {
+            "parent": {i: row.tolist() for i, row in zip(ids, parent, strict=True)},
+            "candidate": {i: row.tolist() for i, row in zip(ids, candidate, strict=True)},
+        }
+        kept += guard.audit_verdict(rule, {"lost_ids": []}, sides, ids)[0]
+    return kept
+
+
 def likelihood_rate(config: SessionConfig, changes: list[float], reps: int, seed: int) -> int:
     """Kept decisions of `reps` for a candidate with these per-task changes, the task
     set resampled with replacement each time."""
@@ -121,9 +144,9 @@ def _inputs(preset: str, name: str) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def compute(preset: str) -> list[Rate]:
-    """Every claim of `preset`, computed now."""
-    claims = tomllib.loads(claims_path(preset).read_text(encoding="utf-8"))
+def compute(preset: str, claims_file: Path | None = None) -> list[Rate]:
+    """Every claim of `preset` (or of `claims_file`, claims about it), computed now."""
+    claims = tomllib.loads((claims_file or claims_path(preset)).read_text(encoding="utf-8"))
     config = load_preset(preset)
     reps, seed = int(claims["reps"]), int(claims["seed"])
     found: list[Rate] = []
@@ -147,6 +170,9 @@ def _cases(preset: str, claims: dict, config: SessionConfig, claim: dict, reps: 
         for profile in _inputs(preset, claims["gate_profile"])["profiles"]:
             hits, spent = gate_rate(config, profile, claim["points"], reps, seed)
             yield profile["name"], hits, spent
+    elif claim["kind"] == "audit":
+        for profile in _inputs(preset, claims["audit_profile"])["profiles"]:
+            yield profile["name"], audit_rate(config, profile, claim["points"], reps, seed), None
     elif claim["kind"] == "likelihood":
         design = _inputs(preset, claims["likelihood_design"])
         row = next(row for row in design["rows"] if row["name"] == claim["candidate"])
@@ -164,7 +190,11 @@ def fingerprint(preset: str) -> str:
         store.sha256_file(claims_path(preset)),
         store.sha256_file(Path(__file__)),
         store.sha256_file(Path(guard.__file__)),
-        *(store.sha256_file(folder / claims[key]) for key in ("gate_profile", "likelihood_design")),
+        *(
+            store.sha256_file(folder / claims[key])
+            for key in ("gate_profile", "audit_profile", "likelihood_design")
+            if key in claims
+        ),
     ]
     return store.sha256_json(parts)
 

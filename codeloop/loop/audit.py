@@ -1,6 +1,9 @@
 """audit-parent and audit-candidate: the full benchmark, under identical conditions.
 
-Run when the gate is promising, or every `round.audit_every` rounds. The suite's
+Run when the gate is promising, or every `round.audit_every` rounds. Under
+`audit.rule = "likelihood"` each side also scores every audit task's verified reference
+program (teacher forcing, `evaluate/likelihood.py`) into its folder's likelihood.json,
+which is what finish then decides on; the greedy answers stay for the report. The suite's
 task list is fixed once per round (audit-tasks.json) so both sides answer the
 same tasks, and each summary carries a binding (datasets, max tokens,
 temperature, prompt, toolchains, engine, model, revision, precision, limits):
@@ -12,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop import recipe, store
+from codeloop.engines.base import adapter_sha256
+from codeloop.evaluate import likelihood
 from codeloop.evaluate.suites import suite_tasks
 from codeloop.loop.collect import Collector
 from codeloop.loop.common import Round
@@ -89,8 +94,53 @@ def run(r: Round, phase: str, resume: bool) -> dict[str, Any]:
     result = collector.run()
     result["binding"] = {**binding(r), "rows": result["binding"]}
     store.write_json(folder / "summary.json", result)
+    found = {"summary_sha256": store.sha256_file(folder / "summary.json")}
+    if r.config.audit.rule == "likelihood":
+        found["likelihood_sha256"] = score(r, target, likelihood_tasks(r), folder)
+    return {"completed": True, "skipped": False, **found}
+
+
+LIKELIHOOD = "likelihood.json"
+"""Each audit side's file of reference-program log-likelihoods (audit.rule = 'likelihood')."""
+
+
+def likelihood_tasks(r: Round) -> list[Task]:
+    """The tasks whose reference programs the likelihood audit scores (`likelihood.select`:
+    `audit.likelihood_suites`, or else the round's own audit tasks)."""
+    own = [] if r.config.audit.likelihood_suites else audit_tasks(r)
+    return likelihood.select(r.config, own)
+
+
+def likelihood_binding(r: Round, adapter: str | None) -> dict[str, Any]:
+    """What a side's scores are bound to: the weights, the base model, the precision, the
+    prompt and the chat rows' form; both sides' must agree but for the adapter."""
+    cfg = r.config
     return {
-        "completed": True,
-        "skipped": False,
-        "summary_sha256": store.sha256_file(folder / "summary.json"),
+        "adapter_sha256": adapter_sha256(adapter),
+        "base_model": cfg.train.base_model or cfg.engine.model,
+        "precision": cfg.engine.precision,
+        "prompt": recipe.prompt_sha256(),
+        "conversation": cfg.export.conversation,
     }
+
+
+def score(r: Round, adapter: str | None, tasks: list[Task], folder) -> str:
+    """Score every audit task's reference under `adapter` (resumably: a file bound to
+    the same weights and tasks is kept); the scores file's sha256."""
+    path = folder / LIKELIHOOD
+    expected = {
+        **likelihood_binding(r, adapter),
+        "tasks_sha256": store.sha256_json([task.id for task in tasks]),
+    }
+    saved = store.read(path, None)
+    if saved is None or saved.get("binding") != expected:
+        cfg = r.config
+        scores = likelihood.score_tasks(
+            cfg.train.base_model or cfg.engine.model,
+            adapter,
+            cfg.engine.precision,
+            tasks,
+            cfg.export.conversation,
+        )
+        likelihood.write_scores(path, scores, tasks, likelihood_binding(r, adapter))
+    return store.sha256_file(path)

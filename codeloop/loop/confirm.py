@@ -53,20 +53,30 @@ def rows_file(r: Round, side: str, name: str = AUDIT):
 
 def _settings(r: Round, name: str) -> tuple[int, float]:
     """(samples per side, temperature) of the audit's or the gate's confirmation."""
-    section = r.config.gate if name == GATE else r.config.audit
+    section = r.config.gate if name.startswith(GATE) else r.config.audit
     return section.confirm_samples, section.confirm_temperature
+
+
+def look_name(samples: int) -> str:
+    """The folder of a sequential gate's look that brings each side to `samples` samples."""
+    return f"{GATE}-look-{samples}"
 
 
 class _Sampler(Collector):
     """Asks the confirmation's seeded answers per task; a row lists each one's verdict."""
 
-    def __init__(self, *args: Any, name: str = AUDIT, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, name: str = AUDIT, span: tuple[int, int] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.samples, self.temperature = _settings(self.r, name)
+        samples, self.temperature = _settings(self.r, name)
+        self.span = span or (0, samples)
+        """Sample indices [first, last): a sequential gate's look asks only its new ones,
+        with the seeds they would have had in one go."""
 
     def _chunk(self, chunk: list[Task], attempts: dict[str, dict[str, str]]) -> list[dict]:
         passes: dict[str, list[bool]] = {task.id: [] for task in chunk}
-        keys = [f"confirm-{index}" for index in range(self.samples)]
+        keys = [f"confirm-{index}" for index in range(*self.span)]
         pairs = [(task, key) for key in keys for task in chunk]
         # every sample of the chunk in one engine call and one sandbox batch (Collector._ask)
         self._ask(
@@ -113,9 +123,16 @@ def complete(r: Round, side: str, ids: list[str], name: str = AUDIT) -> bool:
     )
 
 
-def sample(r: Round, tasks: list[Task], adapters: dict[str, str | None], name: str = AUDIT) -> None:
+def sample(
+    r: Round,
+    tasks: list[Task],
+    adapters: dict[str, str | None],
+    name: str = AUDIT,
+    span: tuple[int, int] | None = None,
+) -> None:
     """Make sure both sides' confirmation answers exist for `tasks` (resumably), in the
-    round's folder `name` (AUDIT or GATE)."""
+    round's folder `name` (AUDIT, GATE or a look's); `span`: the sample indices to ask
+    (default: all of the rule's)."""
     ids = [task.id for task in tasks]
     for side in SIDES:
         if not tasks or complete(r, side, ids, name):
@@ -129,12 +146,16 @@ def sample(r: Round, tasks: list[Task], adapters: dict[str, str | None], name: s
             explore=False,
             rows_file=rows_file(r, side, name),
             name=name,
+            span=span,
         ).run()
 
 
-def saved_passes(r: Round, name: str, ids: list[str]) -> dict[str, dict[str, list[bool]]]:
+def saved_passes(
+    r: Round, name: str, ids: list[str], samples: int | None = None
+) -> dict[str, dict[str, list[bool]]]:
     """Each side's sample verdicts per task id, refused unless each side's file holds
-    exactly `ids`, every one complete, bound to that side's adapter and this prompt."""
+    exactly `ids`, every one complete (`samples` each, default the rule's), bound to that
+    side's adapter and this prompt."""
     if not ids:
         return {side: {} for side in SIDES}
     saved = {}
@@ -157,12 +178,30 @@ def saved_passes(r: Round, name: str, ids: list[str]) -> dict[str, dict[str, lis
                 f"{path}: samples bound to other {', '.join(changed)} than the {side}'s "
                 f"answers in {_ROWS_OF_SIDE[side]}; they cannot decide this round"
             )
-        samples = _settings(r, name)[0]
-        short = [row["id"] for row in data["rows"] if len(row["passes"]) != samples]
+        wanted = samples if samples is not None else _settings(r, name)[0]
+        short = [row["id"] for row in data["rows"] if len(row["passes"]) != wanted]
         if short:
-            raise IntegrityError(f"{path}: {short[0]} has not {samples} samples")
+            raise IntegrityError(f"{path}: {short[0]} has not {wanted} samples")
         saved[side] = {row["id"]: row["passes"] for row in data["rows"]}
     return saved
+
+
+def saved_looks(r: Round, ids: list[str], upto: int | None = None) -> dict[str, dict]:
+    """A sequential gate's samples so far: each look's saved file in order (until the
+    first look not yet asked, or `upto` samples), concatenated per task and side."""
+    joined: dict[str, dict[str, list[bool]]] = {side: {i: [] for i in ids} for side in SIDES}
+    previous = 0
+    for k in r.config.gate.looks:
+        if (upto is not None and k > upto) or not all(
+            rows_file(r, side, look_name(k)).exists() for side in SIDES
+        ):
+            break
+        found = saved_passes(r, look_name(k), ids, samples=k - previous)
+        for side in SIDES:
+            for i in ids:
+                joined[side][i] += found[side][i]
+        previous = k
+    return joined
 
 
 def evidence(r: Round, greedy: dict[str, Any], ids: list[str] | None = None) -> dict[str, Any]:

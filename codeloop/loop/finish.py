@@ -24,7 +24,7 @@ from codeloop.errors import IntegrityError
 from codeloop.evaluate import guard
 from codeloop.evaluate.compare import compare
 from codeloop.loop import confirm, gate
-from codeloop.loop.audit import audit_tasks, due
+from codeloop.loop.audit import LIKELIHOOD, audit_tasks, due, likelihood_tasks
 from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, failpoint, status
 
@@ -128,6 +128,37 @@ def confirm_flips(r: Round) -> None:
     confirm.sample(r, tasks, {"parent": r.parent_path, "candidate": str(r.candidate_adapter)})
 
 
+def saved_likelihoods(r: Round) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Both audit sides' reference scores, with the ids scored, refused unless each file
+    scores exactly the audit's scorable tasks, the sides agree on everything but the
+    adapter, and each side's adapter is the one its greedy audit answered with."""
+    tasks = likelihood_tasks(r)
+    ids = [task.id for task in tasks]
+    scores: dict[str, dict[str, float]] = {}
+    bindings = {}
+    for side, phase in (("parent", "audit-parent"), ("candidate", "audit-candidate")):
+        path = r.path(phase) / LIKELIHOOD
+        data = store.read(path, None)
+        if data is None:
+            raise IntegrityError(f"{path}: no likelihood scores; run the {phase} phase again")
+        found = [row["id"] for row in data["scores"]]
+        binding = data.get("binding") or {}
+        answered = store.read(r.path(phase) / "summary.json")["binding"]["rows"]
+        if found != ids or binding.get("tasks_sha256") != store.sha256_json(
+            [task.id for task in tasks]
+        ):
+            raise IntegrityError(f"{path}: scores {len(found)} tasks, the audit {len(ids)}")
+        if binding.get("adapter_sha256") != answered.get("adapter_sha256"):
+            raise IntegrityError(
+                f"{path}: scored with other weights than {phase}'s answers; it cannot decide"
+            )
+        scores[side] = {row["id"]: float(row["mean_logprob"]) for row in data["scores"]}
+        bindings[side] = {k: v for k, v in binding.items() if k != "adapter_sha256"}
+    if bindings["parent"] != bindings["candidate"]:
+        raise IntegrityError(f"{r.folder}: the two sides' likelihoods were scored differently")
+    return scores, ids
+
+
 _VALIDATION_KEYS = (
     "gained",
     "lost",
@@ -174,10 +205,14 @@ def decide(r: Round) -> dict[str, Any]:
             audit["smoke"] = any(entry["used"] < entry["declared"] for entry in sizes)
             audit["rule"] = r.config.audit.rule
             ids = _audit_ids(r)
-            sides = confirm.saved_passes(
-                r, confirm.AUDIT, guard.audit_sample_ids(r.config.audit, audit, ids)
-            )
-            clean, evidence = guard.audit_verdict(r.config.audit, audit, sides, ids)
+            if r.config.audit.rule == "likelihood":
+                scores, scored = saved_likelihoods(r)
+                clean, evidence = guard.likelihood_verdict(r.config.audit, scores, scored)
+            else:
+                sides = confirm.saved_passes(
+                    r, confirm.AUDIT, guard.audit_sample_ids(r.config.audit, audit, ids)
+                )
+                clean, evidence = guard.audit_verdict(r.config.audit, audit, sides, ids)
             if evidence is not None:
                 audit["confirmation"] = evidence
             comparisons["audit"] = audit

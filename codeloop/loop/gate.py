@@ -42,18 +42,33 @@ def verdict(r, greedy: dict[str, Any]) -> tuple[bool, list[str], dict[str, Any] 
     """(promising, reasons, evidence) from the saved rows and samples alone."""
     rule = r.config.gate
     ids = validation_ids(r)
+    if rule.looks:
+        return guard.gate_verdict(rule, greedy, confirm.saved_looks(r, ids), ids)
     sides = confirm.saved_passes(r, confirm.GATE, guard.gate_sample_ids(rule, greedy, ids))
     return guard.gate_verdict(rule, greedy, sides, ids)
 
 
 def sample(r, greedy: dict[str, Any]) -> None:
-    """Ask both models the samples the gate rule needs (resumably; none when it needs none)."""
-    wanted = set(guard.gate_sample_ids(r.config.gate, greedy, validation_ids(r)))
+    """Ask both models the samples the gate rule needs (resumably; none when it needs none).
+    A sequential gate asks look by look and stops asking once a look decides."""
+    rule = r.config.gate
+    ids = validation_ids(r)
+    wanted = set(guard.gate_sample_ids(rule, greedy, ids))
     if not wanted:
         return
     tasks = [task for task in r.tasks("validation") if task.id in wanted]
     adapters = {"parent": r.parent_path, "candidate": str(r.candidate_adapter)}
-    confirm.sample(r, tasks, adapters, confirm.GATE)
+    if not rule.looks:
+        confirm.sample(r, tasks, adapters, confirm.GATE)
+        return
+    previous = 0
+    for k in rule.looks:
+        if previous and not guard.gate_samples_needed(
+            rule, confirm.saved_looks(r, ids, upto=previous), ids
+        ):
+            return
+        confirm.sample(r, tasks, adapters, confirm.look_name(k), span=(previous, k))
+        previous = k
 
 
 def run(r, resume: bool) -> dict[str, Any]:
