@@ -397,17 +397,28 @@ def _execute(
             result.partner_cpu_limited = ran_out_of_cpu(process.pid, limits)
         return result
     finally:
-        if process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                process.wait()
-        if side_read is not None:
-            os.close(side_read)
-        if trailer is not None:
-            os.close(trailer[0])
-        if partner_cgroup is not None:
-            partner_cgroup.destroy()
+        _release(process, side_read, trailer, partner_cgroup)
+
+
+def _release(
+    process: subprocess.Popen[bytes] | None,
+    side_read: int | None,
+    trailer: tuple[int, int] | None,
+    partner_cgroup: RunCgroup | None,
+) -> None:
+    """What `_execute` holds once `own` has ended: what is left of the partner killed and
+    reaped, our ends of the side and trailer pipes closed, the partner's cgroup removed."""
+    if process is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            process.wait()
+    if side_read is not None:
+        os.close(side_read)
+    if trailer is not None:
+        os.close(trailer[0])
+    if partner_cgroup is not None:
+        partner_cgroup.destroy()
 
 
 def _status_pipe(own: _Command) -> tuple[int | None, int | None, list[str]]:
