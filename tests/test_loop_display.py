@@ -296,3 +296,45 @@ def test_the_paired_rules_show_their_estimate(tmp_path: Path) -> None:
     store.write_json(folder / "finish.json", {"comparisons": {"audit": audit}})
     lines = _audit_lines(folder)
     assert lines[1].endswith("(lower 95% bound -8.0, must be above -2.0)")
+
+
+def test_the_sequential_gate_and_the_likelihood_audit_show_what_decided(tmp_path: Path) -> None:
+    """A sequential gate says at which looks it looked and why it stopped; the likelihood
+    audit shows its measure in nats per token, its lower bound and the bar."""
+    from codeloop.loop.display import _audit_lines
+
+    looks = [{"samples": 2, "change": 0.0, "z": 0.4, "stop": ""}]
+    looks.append({"samples": 4, "change": 0.1, "z": 2.5, "stop": "promising"})
+    estimate = {"rule": "paired", "samples": 4, "tasks": 64, "parent_rate": 0.05}
+    estimate |= {"candidate_rate": 0.15, "change": 0.1, "alpha": 0.05, "lower_bound": 0.02}
+    estimate |= {"looks": looks, "efficacy_z": 1.8, "confirmed": True}
+    gate = {"promising": True, "gained": 3, "lost": 0, "mcnemar_p": 0.25, "reasons": []}
+    text = display.gate_text(gate | {"confirmation": estimate})
+    assert "looked at 2, 4 samples per side" in text
+    assert "z 2.50 (promising above 1.8; stopped: promising)" in text
+    folder = tmp_path / "round-000001"
+    evidence = {"rule": "likelihood", "tasks": 48, "parent_rate": -1.2, "candidate_rate": -1.5}
+    evidence |= {"change": -0.3, "alpha": 0.05, "lower_bound": -0.35, "margin": 0.05}
+    audit = {"total": 48, "before": 3, "after": 3, "gained": 0, "lost": 0}
+    store.write_json(folder / "finish.json", {"comparisons": {"audit": audit | {
+        "confirmation": evidence | {"worse": True}}}})  # fmt: skip
+    line = _audit_lines(folder)[1]
+    assert "likelihood of 48 verified reference programs" in line
+    assert line.endswith("change -0.300 (lower 95% bound -0.350, must be above -0.050)")
+
+
+def test_the_report_plots_the_audit_measure_the_decision_rested_on(tmp_path: Path) -> None:
+    """The report's guard plot and decisions table show the likelihood audit's change,
+    its lower bound and the bar, not only the greedy pass rate."""
+    from codeloop.loop import report
+
+    root = tmp_path / "session"
+    evidence = {"rule": "likelihood", "tasks": 48, "parent_rate": -1.2, "candidate_rate": -1.21}
+    evidence |= {"change": -0.01, "alpha": 0.05, "lower_bound": -0.02, "margin": 0.05}
+    finish = {"accepted": True, "decision": "Candidate accepted", "comparisons": {
+        "audit": {"confirmation": evidence}}}  # fmt: skip
+    store.write_json(root / "round-000001" / "finish.json", finish)
+    store.write_json(root / "status.json", {"history": []})
+    page = report.render(root)
+    assert "id='plot-guard'" in page
+    assert "-0.01 nats/token (bound -0.02, bar -0.05)" in page

@@ -232,9 +232,36 @@ def phase_line(folder: Path, phase: str) -> str:
 # --- the round's table ---------------------------------------------------------------------
 
 
+def guard_measure(evidence: Mapping[str, Any]) -> tuple[str, float, float, float]:
+    """(unit, change, lower bound, the bar it must clear) of a paired or likelihood
+    rule's evidence, in the unit the decision used (points, or nats per token)."""
+    scale, unit = (1.0, "nats/token") if evidence.get("rule") == "likelihood" else (100.0, "points")
+    bar = -evidence.get("margin", 0.0) or 0.0  # (no "-0.0")
+    return unit, scale * evidence["change"], scale * evidence["lower_bound"], scale * bar
+
+
 def paired_text(evidence: Mapping[str, Any], where: str) -> str:
     """A paired rule's estimate in one line: rates, change, its lower bound and the bar."""
+    if evidence.get("rule") == "likelihood":
+        _unit, change, lower, bar = guard_measure(evidence)
+        return (
+            f"likelihood of {evidence['tasks']} verified reference programs: parent "
+            f"{evidence['parent_rate']:.3f}, candidate {evidence['candidate_rate']:.3f} nats per "
+            f"token, change {change:+.3f} (lower {100 * (1 - evidence['alpha']):.0f}% bound "
+            f"{lower:+.3f}, must be above {bar:+.3f})"
+        )
     bar = -evidence.get("margin", 0.0) or 0.0  # (no "-0.0")
+    looks = evidence.get("looks")
+    if looks:
+        last = looks[-1]
+        return (
+            f"sampled on {evidence['tasks']} {where} tasks, looked at "
+            f"{', '.join(str(look['samples']) for look in looks)} samples per side: parent "
+            f"{100 * evidence['parent_rate']:.1f}%, candidate "
+            f"{100 * evidence['candidate_rate']:.1f}%, change "
+            f"{100 * evidence['change']:+.1f} points, z {last['z']:.2f} (promising "
+            f"above {evidence['efficacy_z']}; stopped: {last['stop']})"
+        )
     return (
         f"sampled {evidence['samples']}x per side on {evidence['tasks']} {where} tasks: "
         f"parent {100 * evidence['parent_rate']:.1f}%, candidate "
@@ -399,7 +426,7 @@ def _audit_lines(folder: Path) -> list[str]:
             f"{audit['after']}/{audit['total']}; gained {audit['gained']}, lost {audit['lost']}"
         ]
         evidence = audit.get("confirmation")
-        if evidence and evidence.get("rule") == "paired":
+        if evidence and evidence.get("rule") in ("paired", "likelihood"):
             return [*lines, "  " + paired_text(evidence, "audit")]
         names = _audit_task_names(folder)
         for task in (evidence or {}).get("tasks", []):

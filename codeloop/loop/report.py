@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop import __version__, store
+from codeloop.loop.display import guard_measure
 
 MAX_TASKS_SHOWN = 12
 """Gained or lost tasks shown per round (the rest are counted)."""
@@ -35,6 +36,8 @@ class RoundView:
     accepted: bool | None = None
     gate: dict[str, Any] = field(default_factory=dict)
     audit: dict[str, dict[str, Any]] = field(default_factory=dict)
+    audit_evidence: dict[str, Any] = field(default_factory=dict)
+    """What the audit's decision rested on (finish.json): its measure, bound and bar."""
     loss: list[float] = field(default_factory=list)
     exported: dict[str, int] = field(default_factory=dict)
     gained: list[tuple[dict, dict]] = field(default_factory=list)
@@ -55,6 +58,8 @@ def gather(root: Path) -> list[RoundView]:
         finish = _read(folder / "finish.json")
         if finish:
             view.decision, view.accepted = finish.get("decision", ""), finish.get("accepted")
+            audit = finish.get("comparisons", {}).get("audit") or {}
+            view.audit_evidence = audit.get("confirmation") or {}
         view.gate = _read(folder / "gate.json") or {}
         for side in ("parent", "candidate"):
             summary = _read(folder / f"audit-{side}" / "summary.json")
@@ -139,6 +144,9 @@ def _plots(views: list[RoundView]) -> dict[str, str]:
             gated,
             True,
         )
+    measured = [v for v in views if "lower_bound" in v.audit_evidence]
+    if measured:
+        plots["guard"] = _guard_plot(measured)
     audited = [v for v in views if "candidate" in v.audit]
     if audited:
         figure, axes = plt.subplots(figsize=(7.5, 3.0))
@@ -182,6 +190,40 @@ def _plots(views: list[RoundView]) -> dict[str, str]:
     return plots
 
 
+def _guard_plot(measured: list[RoundView]) -> str:
+    """The audit's own measure per round: the change with its one-sided lower bound (the
+    error bar reaches down to it) against the bar it had to clear, on an axis that holds
+    zero, the bar and every bound, so that neither a loss nor a gain is exaggerated."""
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7.5, 3.0))
+    unit = "points"
+    for view in measured:
+        unit, change, lower, bar = guard_measure(view.audit_evidence)
+        colour = "green" if view.accepted else "red"
+        axes.errorbar(
+            [view.number], [change], yerr=[[change - lower], [0.0]], fmt="o", color=colour,
+            capsize=4,
+        )  # fmt: skip
+        axes.hlines(bar, view.number - 0.3, view.number + 0.3, colors="black", linestyles="--")
+    values = [0.0]
+    for view in measured:
+        values += list(guard_measure(view.audit_evidence)[1:])
+    span = max(values) - min(values) or 1.0
+    axes.set_ylim(min(values) - 0.15 * span, max(values) + 0.15 * span)
+    axes.axhline(0.0, color="grey", linewidth=0.8)
+    axes.plot([], [], "k--", label="bar: the lower bound must stay above it")
+    return _finish(
+        figure,
+        axes,
+        "Audit: what the decision rested on (change, lower bound)",
+        "round (green accepted, red rejected)",
+        f"change ({unit})",
+        measured,
+        False,
+    )
+
+
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
@@ -193,6 +235,9 @@ def _decisions(views: list[RoundView]) -> str:
         audit = v.audit.get("candidate")
         verdict = {True: "accepted", False: "rejected", None: "unfinished"}[v.accepted]
         audited = f"{audit['passed']}/{audit['total']}" if audit else "-"
+        if v.audit_evidence.get("lower_bound") is not None:
+            unit, change, lower, bar = guard_measure(v.audit_evidence)
+            audited += f"; {change:+.3g} {unit} (bound {lower:+.3g}, bar {bar:+.3g})"
         if "total" in gate:
             passed = f"{gate['before']} → {gate['after']} / {gate['total']}"
             changed = f"+{gate['gained']} / -{gate['lost']}"
@@ -209,7 +254,9 @@ def _decisions(views: list[RoundView]) -> str:
     return (
         "<table class='decisions'><tr><th>round</th><th>decision</th>"
         "<th>validation passed (baseline → candidate)</th><th>gained / lost</th>"
-        "<th>McNemar p</th><th>audit (candidate)</th><th>why</th></tr>" + "".join(rows) + "</table>"
+        "<th>McNemar p</th><th>audit: greedy; the rule's measure</th><th>why</th></tr>"
+        + "".join(rows)
+        + "</table>"
     )
 
 
@@ -276,7 +323,8 @@ def render(root: Path) -> str:
     status = _read(store.SessionPaths(root).status) or {}
     titles = {
         "validation": "Validation",
-        "audit": "Audit",
+        "guard": "The audit's decision",
+        "audit": "Audit pass@1 (greedy, for reference)",
         "loss": "Training",
         "replay": "Training data",
     }
