@@ -165,3 +165,20 @@ def test_scores_of_other_weights_never_decide(session: Path) -> None:
     store.write_json(path, saved)
     with pytest.raises(IntegrityError, match="other weights"):
         decide(open_round(session, 1))
+
+
+def test_scores_of_the_same_weights_are_reused_not_computed_again(session: Path) -> None:
+    """A kept candidate is the next round's parent: its scores, bound to the same weights,
+    tasks, model and prompt, are taken from the round that computed them."""
+    folder = _likelihood_audit(session, 0.5)
+    earlier = session / "round-000000" / "audit-candidate"
+    earlier.mkdir(parents=True)
+    saved = store.read(folder / "audit-parent" / LIKELIHOOD)
+    for row in saved["scores"]:
+        row["mean_logprob"] = -7.25  # a value no scoring gives: proves it was reused
+    store.write_json(earlier / LIKELIHOOD, saved)
+    (folder / "audit-parent" / LIKELIHOOD).unlink()
+    (folder / "audit-parent.json").unlink()
+    run_phase(session, 1, "audit-parent")
+    again = store.read(folder / "audit-parent" / LIKELIHOOD)
+    assert {row["mean_logprob"] for row in again["scores"]} == {-7.25}

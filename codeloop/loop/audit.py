@@ -124,6 +124,16 @@ def likelihood_binding(r: Round, adapter: str | None) -> dict[str, Any]:
     }
 
 
+def _scored_before(r: Round, binding: dict[str, Any]) -> dict[str, Any] | None:
+    """Scores of the same weights, tasks, model and prompt from an earlier round of the
+    session (the scorer is deterministic, so they are what scoring again would give)."""
+    for path in sorted(r.session.root.glob(f"round-*/audit-*/{LIKELIHOOD}")):
+        saved = store.read(path, None)
+        if saved is not None and saved.get("binding") == binding:
+            return saved
+    return None
+
+
 def score(r: Round, adapter: str | None, tasks: list[Task], folder) -> str:
     """Score every audit task's reference under `adapter` (resumably: a file bound to
     the same weights and tasks is kept); the scores file's sha256."""
@@ -133,6 +143,10 @@ def score(r: Round, adapter: str | None, tasks: list[Task], folder) -> str:
         "tasks_sha256": store.sha256_json([task.id for task in tasks]),
     }
     saved = store.read(path, None)
+    if saved is None or saved.get("binding") != expected:
+        saved = _scored_before(r, expected)
+        if saved is not None:  # a kept candidate is the next parent: its scores are paid for
+            store.write_json(path, saved)
     if saved is None or saved.get("binding") != expected:
         cfg = r.config
         scores = likelihood.score_tasks(
