@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +31,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from codeloop import __version__
 from codeloop.sandbox import cluster, pool
-from codeloop.sandbox.async_pool import AsyncWorkerPool
+from codeloop.sandbox.async_pool import AsyncWorkerPool, _Job
 from codeloop.sandbox.request import Check, CheckRequest, ProgramRun, RunRequest
 from codeloop.serve import fusion, native
 from codeloop.serve.limits import ASGIApp, Gate, Guard, Receive, Refused, Scope, Send, Settings
@@ -38,6 +39,47 @@ from codeloop.serve.metrics import CONTENT_TYPE, Metrics, Observe
 
 T = TypeVar("T")
 log = logging.getLogger("codeloop.serve")
+
+
+class StoppingWorkerPool(AsyncWorkerPool):
+    """The event loop's worker pool, where a request whose caller gave up (its client
+    went away: `limits.until_gone` cancelled it) also stops its run.
+
+    `AsyncWorkerPool` lets a worker finish a request its caller abandoned, so that the
+    pipe never holds a half-read answer; for a server that means a client that hung up
+    still occupies a worker for the whole of its time limit, and the requests behind it
+    wait. Here the worker running it is killed instead (its sandbox dies with it:
+    `--die-with-parent`, `PR_SET_PDEATHSIG`), and the run is not sent again to a fresh
+    worker, as a worker that died on its own would have it; the next request starts
+    the worker again (the pool's own path for a dead worker)."""
+
+    async def call(self, message: dict) -> dict | None:
+        if self._jobs is None or not self._drivers:
+            raise RuntimeError("the sandbox worker pool is not started (await start() first)")
+        answer: asyncio.Future[dict | None] = asyncio.get_running_loop().create_future()
+        job = _Job((json.dumps(message) + "\n").encode(), answer)
+        self._jobs.put_nowait(job)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            self._stop(job)
+            raise
+
+    def _stop(self, job: _Job) -> None:
+        """Kill the worker running `job`, if one took it (one not yet taken is skipped
+        by the drivers: its answer is already cancelled)."""
+        for index, taken in enumerate(self._taken):
+            process = self.processes[index]
+            if taken is job and process is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                log.info("sandbox worker %d stopped: its request's client went away", index)
+
+    async def _exchange(self, index: int, line: bytes) -> dict | None:
+        taken = self._taken[index]
+        if taken is not None and taken.answer.cancelled():
+            return None  # the caller is gone (its worker killed): not run again
+        return await super()._exchange(index, line)
 
 
 class Service:
@@ -80,9 +122,17 @@ class Service:
             yield
 
     async def _in_thread(self, log: dict | None, work: Callable[[], T]) -> T:
-        """`work` in a thread of the server's pool once a slot is free."""
+        """`work` in a thread of the server's pool once a slot is free. A thread cannot be
+        stopped: when the request is cancelled (its client went away), its slot stays
+        taken until the thread's work ends, so that slots never outnumber the threads
+        and workers that serve them."""
         async with self._slot(log):
-            return await asyncio.get_running_loop().run_in_executor(self.executor, work)
+            done = asyncio.get_running_loop().run_in_executor(self.executor, work)
+            try:
+                return await asyncio.shield(done)
+            except asyncio.CancelledError:
+                await asyncio.wait({done})
+                raise
 
     async def run_program(self, log: dict, wanted: RunRequest) -> ProgramRun:
         settings = self.settings
@@ -160,7 +210,7 @@ def create_app(settings: Settings) -> Front:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         service.executor = ThreadPoolExecutor(settings.slots, thread_name_prefix="codeloop-serve")
         if settings.async_workers and not settings.cluster:
-            service.workers = AsyncWorkerPool(
+            service.workers = StoppingWorkerPool(
                 settings.backend, settings.workers or pool.default_workers()
             )
             await service.workers.start()

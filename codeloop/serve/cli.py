@@ -122,6 +122,13 @@ def serve(
     max_waiting: int = typer.Option(
         64, "--max-waiting", min=0, help="Requests that may wait for a slot; more get HTTP 504."
     ),
+    max_per_client: int = typer.Option(
+        64,
+        "--max-per-client",
+        min=0,
+        help="Sandbox requests one client (peer address) may have waiting or running; "
+        "more get HTTP 429 (0: no cap). Keep it at or above verl's max_concurrent.",
+    ),
     queue_timeout: float = typer.Option(
         30.0, "--queue-timeout", min=0.001, help="Seconds a request may wait; then HTTP 504."
     ),
@@ -159,6 +166,7 @@ def serve(
         cluster=address,
         max_in_flight=max_in_flight,
         max_waiting=max_waiting,
+        max_per_client=max_per_client,
         queue_timeout_s=queue_timeout,
         max_body_bytes=int(max_body_mib * (1 << 20)),
         sandbox_error_http=sandbox_error_http,

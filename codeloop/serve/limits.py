@@ -27,6 +27,12 @@ TOKEN_ENV = "CODELOOP_SERVE_TOKEN"
 MIN_TOKEN_CHARS = 16
 OPEN_PATHS = frozenset({"/health", "/v1/ping"})
 """Answered without a token: liveness probes of load balancers and SandboxFusion clients."""
+WORK_PATHS = frozenset({"/run_code", "/v1/check", "/v1/check/batch"})
+"""The paths whose POSTs take sandbox slots: capped per client (`Settings.max_per_client`)
+and cancelled when their client goes away (`Guard`)."""
+GONE = 499
+"""The status an access line records for a request whose client went away before its
+answer (nginx's "client closed request"); nothing is sent."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,6 +57,14 @@ class Settings:
     """Programs in the sandbox at once (None: as many as workers)."""
     max_waiting: int = 64
     """Requests that may wait for a free slot; one more is answered 504 at once."""
+    max_per_client: int = 64
+    """Sandbox requests (`WORK_PATHS`) one client may have open at once, from its body's
+    arrival to its answer, waiting or running; one more is answered 429 with
+    `Retry-After`, so that one client cannot take the whole queue. A client is its peer
+    address (with auth on too: every client sends the server's one token, so a cap per
+    token would be a cap on the server). 0: no cap. The default is verl's documented
+    `max_concurrent` (64): a trainer at that concurrency is never refused, and verl does
+    not retry a 429."""
     queue_timeout_s: float = 30.0
     """How long a request may wait for a slot before it is answered 504."""
     max_body_bytes: int = 16 << 20
@@ -181,12 +195,20 @@ async def send_json(send: Send, status: int, body: dict, headers: dict[str, str]
 class Guard:
     """ASGI middleware: the bearer token first (nothing of an unauthenticated request is
     read), then the body, read whole up to `max_body_bytes` within `body_timeout_s`
-    (413 past the size, 408 past the time) and handed on as one message."""
+    (413 past the size, 408 past the time) and handed on as one message.
+
+    A sandbox request (a POST to `WORK_PATHS`) is also counted against its client's cap
+    (`max_per_client`: 429 past it), and watched until it is answered: when its client
+    goes away first, the request's task is cancelled, which gives back its place in the
+    queue or its slot and stops its run (`app.Service`). Without that, a client that
+    hung up kept its slot until its program ended, and its answer went nowhere."""
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.settings = settings
         self.token = settings.token.encode() if settings.token else None
+        self.open: dict[str, int] = {}
+        """Sandbox requests open now, by client (`client_of`)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -199,6 +221,33 @@ class Guard:
                 detail = "missing or wrong bearer token (Authorization: Bearer TOKEN)"
                 await send_json(send, 401, {"detail": detail}, {"www-authenticate": "Bearer"})
                 return
+        if scope["method"] != "POST" or scope["path"] not in WORK_PATHS:
+            await self._body(scope, headers, receive, send, watch=False)
+            return
+        client = client_of(scope)
+        held, cap = self.open.get(client, 0), self.settings.max_per_client
+        if cap and held >= cap:
+            detail = (
+                f"this client has {held} sandbox requests open (waiting or running); this "
+                f"server takes {cap} per client at once: send more as answers come back"
+            )
+            await send_json(send, 429, {"detail": detail}, {"retry-after": "1"})
+            return
+        self.open[client] = held + 1
+        try:
+            await self._body(scope, headers, receive, send, watch=True)
+        finally:
+            left = self.open[client] - 1
+            if left:
+                self.open[client] = left
+            else:
+                del self.open[client]
+
+    async def _body(
+        self, scope: Scope, headers: dict[bytes, bytes], receive: Receive, send: Send, watch: bool
+    ) -> None:
+        """Read the body whole, then hand the request on (watched for its client's
+        departure when `watch`)."""
         limit = self.settings.max_body_bytes
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -224,16 +273,76 @@ class Guard:
             seconds = self.settings.body_timeout_s
             await send_json(send, 408, {"detail": f"the body took over {seconds:g} s to arrive"})
             return
+        whole: Message = {"type": "http.request", "body": bytes(body), "more_body": False}
+        if watch:
+            await until_gone(self.app, scope, whole, receive, send)
+            return
         replayed = False
 
         async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
+                return whole
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def client_of(scope: Scope) -> str:
+    """Whom a request counts against for `Settings.max_per_client`: its peer's address
+    (without the port: one client's connections share it)."""
+    peer = scope.get("client")
+    return str(peer[0]) if peer else ""
+
+
+async def until_gone(app: ASGIApp, scope: Scope, whole: Message, receive: Receive, send: Send):
+    """`app` on the request whose body is `whole`, cancelled if its client disconnects
+    before the answer's last byte is sent.
+
+    One watcher task reads the server's `receive` (after the body, uvicorn answers it only
+    with `http.disconnect`); `app` reads the body, then that same disconnect, from here,
+    so nothing else reads the connection. A cancellation of ours ends quietly (the
+    access line says `GONE`); any other (the server stopping) goes on up."""
+    task = asyncio.current_task()
+    assert task is not None
+    gone = asyncio.Event()
+    answered = cancelled = False
+
+    async def sending(message: Message) -> None:
+        nonlocal answered
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            answered = True
+        await send(message)
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        nonlocal cancelled
+        gone.set()
+        if not answered:
+            scope.setdefault("state", {}).setdefault("log", {})["outcome"] = "client gone"
+            cancelled = True
+            task.cancel()
+
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return whole
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    watcher = asyncio.create_task(watch())
+    try:
+        await app(scope, replay, sending)
+    except asyncio.CancelledError:
+        if not cancelled or task.uncancel() > 0:
+            raise
+    finally:
+        watcher.cancel()
 
 
 # --- the bounded queue ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from codeloop.serve.limits import ASGIApp, Message, Receive, Scope, Send
+from codeloop.serve.limits import GONE, ASGIApp, Message, Receive, Scope, Send
 
 ENDPOINTS = frozenset(
     {
@@ -140,11 +140,12 @@ class Observe:
         identity = secrets.token_hex(6)
         scope.setdefault("state", {})["log"] = {}
         code = 500
+        sent = False
 
         async def sending(message: Message) -> None:
-            nonlocal code
+            nonlocal code, sent
             if message["type"] == "http.response.start":
-                code = message["status"]
+                code, sent = message["status"], True
                 message["headers"] = [
                     *message.get("headers", []),
                     (b"x-request-id", identity.encode()),
@@ -155,6 +156,8 @@ class Observe:
             await self.app(scope, receive, sending)
         finally:
             seconds = time.monotonic() - started
+            if not sent and scope["state"].get("log", {}).get("outcome") == "client gone":
+                code = GONE  # nothing was answered: the client hung up first
             endpoint = endpoint_of(scope["path"])
             self.metrics.request(endpoint, code, seconds)
             client = scope.get("client")

@@ -1,0 +1,166 @@
+"""`codeloop serve`'s last open doors (issue 66, part 3): a real server on 127.0.0.1
+(uvicorn on an ephemeral port, `tests.support.serve`), the real sandbox, real programs.
+
+- A client that goes away gives its place in the queue and its slot back at once, and
+  its run is stopped; the next client's program runs on the freed worker.
+- One client (one peer address) may have `max_per_client` sandbox requests open; one
+  more is 429 with `Retry-After`, while another address is served.
+
+Every request has a timeout, every wait a deadline, every loop a bound.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from codeloop.serve.limits import Settings
+from tests.support.serve import running
+
+pytestmark = pytest.mark.timeout(180)
+
+TOKEN = "doors-test-token-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+ONE_WORKER = Settings(token=TOKEN, workers=1, max_in_flight=1, max_waiting=16)
+
+
+def wait_for(predicate: Callable[[], bool], seconds: float, what: str) -> None:
+    """Poll `predicate` every 50 ms for at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what}: not within {seconds:g} s"
+        time.sleep(0.05)
+
+
+def sleeping(marker: str) -> bool:
+    """Whether a `sleep MARKER` process lives on this machine (a run's program: the
+    sandbox's pid namespaces hide nothing from the host's /proc)."""
+    wanted = b"sleep\0" + marker.encode() + b"\0"
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted:
+                    return True
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+    return False
+
+
+def sleeper(seconds: float) -> tuple[str, str]:
+    """A Python program that becomes `sleep SECONDS` (a process findable by its argv),
+    and that argument: unique to the test run."""
+    marker = f"{seconds + random.random():.6f}"
+    code = f"import os\nos.execv('/bin/sleep', ['sleep', '{marker}'])\n"
+    return code, marker
+
+
+def open_request(url: str, body: dict) -> socket.socket:
+    """POST /run_code on a raw socket, left open without reading the answer (closing it
+    is the client going away)."""
+    host, port = url.removeprefix("http://").split(":")
+    data = json.dumps(body).encode()
+    head = (
+        f"POST /run_code HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n"
+        f"authorization: Bearer {TOKEN}\r\ncontent-length: {len(data)}\r\n\r\n"
+    ).encode()
+    conn = socket.create_connection((host, int(port)), timeout=10)
+    conn.sendall(head + data)
+    return conn
+
+
+def health(url: str) -> dict:
+    return httpx.get(f"{url}/health", timeout=10).json()
+
+
+# --- slots: a client that goes away, one client that asks too much --------------------
+
+
+def test_a_client_that_goes_away_frees_its_place_and_slot_and_its_run_stops() -> None:
+    with running(ONE_WORKER) as url:
+        holding, held_marker = sleeper(28)
+        queued, queued_marker = sleeper(27)
+        first = open_request(url, {"code": holding, "run_timeout": 40})
+        wait_for(lambda: sleeping(held_marker), 30, "the first program started")
+        second = open_request(url, {"code": queued, "run_timeout": 40})
+        wait_for(lambda: health(url)["waiting"] == 1, 10, "the second request queued")
+
+        second.close()  # gone while waiting: its place in the queue is given back
+        wait_for(lambda: health(url)["waiting"] == 0, 5, "the queued request dropped")
+        first.close()  # gone while running: its slot is given back, its run stopped
+        wait_for(lambda: not sleeping(held_marker), 10, "the abandoned run stopped")
+        wait_for(lambda: health(url)["running"] == 0, 5, "the slot came free")
+
+        started = time.monotonic()
+        answer = httpx.post(
+            f"{url}/run_code", json={"code": "print(6 * 7)"}, headers=AUTH, timeout=60
+        )
+        took = time.monotonic() - started
+        assert answer.status_code == 200 and answer.json()["run_result"]["stdout"] == "42\n"
+        # on the one worker, which the abandoned 28 s program no longer holds
+        assert took < 15, f"the next request waited {took:.1f} s"
+        assert not sleeping(queued_marker), "the abandoned queued request ran"
+
+
+def post_from(url: str, address: str, body: dict, into: dict) -> threading.Thread:
+    """POST /run_code from the local `address` (a client of its own), in a thread;
+    the answer lands in `into["answer"]`."""
+
+    def post() -> None:
+        transport = httpx.HTTPTransport(local_address=address)
+        with httpx.Client(transport=transport, headers=AUTH, timeout=60) as client:
+            into["answer"] = client.post(f"{url}/run_code", json=body)
+
+    thread = threading.Thread(target=post)
+    thread.start()
+    return thread
+
+
+def test_one_client_past_its_cap_gets_429_and_another_is_served() -> None:
+    settings = Settings(token=TOKEN, workers=1, max_in_flight=1, max_waiting=16, max_per_client=2)
+    slow = {"code": "import time\ntime.sleep(2)\nprint('slow')", "run_timeout": 10}
+    with running(settings) as url:
+        answers: list[dict] = [{}, {}]
+        threads = [post_from(url, "127.0.0.1", slow, into) for into in answers]
+        wait_for(
+            lambda: health(url)["running"] + health(url)["waiting"] == 2, 20, "two requests open"
+        )
+
+        refused = post_from(url, "127.0.0.1", {"code": "print(1)"}, third := {})
+        other = post_from(url, "127.0.0.2", {"code": "print(2)"}, fourth := {})
+        refused.join(timeout=10)
+        assert not refused.is_alive()
+        answer = third["answer"]
+        assert answer.status_code == 429, answer.text
+        assert answer.headers["retry-after"] == "1"
+        assert "2 per client" in answer.json()["detail"]
+
+        for thread in [*threads, other]:
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+        assert [into["answer"].status_code for into in answers] == [200, 200]
+        assert fourth["answer"].status_code == 200  # another client, never capped
+        assert fourth["answer"].json()["run_result"]["stdout"] == "2\n"
+
+        again = httpx.post(f"{url}/run_code", json={"code": "print(3)"}, headers=AUTH, timeout=60)
+        assert again.status_code == 200  # the first client's requests were answered
+
+
+def test_the_cap_is_an_option_of_codeloop_serve() -> None:
+    from typer.testing import CliRunner
+
+    from codeloop.cli import app
+
+    shown = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0 and "--max-per-client" in shown.output
+    assert Settings().max_per_client == 64
