@@ -36,11 +36,10 @@ demo: setup-demo
 	$(VENV)/bin/codeloop run --preset cpu-demo
 	$(VENV)/bin/codeloop report
 
-# The benchmarks (bench/devset.py and bench/results.py are modules they share).
-BENCH_SCRIPTS := $(filter-out bench/devset.py bench/results.py,$(wildcard bench/*.py))
+# The maintained benchmarks' quick forms and one table (bench/README.md); BENCH=NAME for some.
+BENCH_SCRIPTS := $(PY) -m bench
 bench: setup-demo
-	@test -n "$(BENCH_SCRIPTS)" || echo "bench: no benchmark scripts yet"
-	@set -e; for script in $(BENCH_SCRIPTS); do echo "== $$script"; $(PY) $$script; done
+	@$(BENCH_SCRIPTS) $(BENCH)
 
 lint: setup-test
 	$(VENV)/bin/ruff check .

@@ -47,10 +47,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.config import AuditConfig, GateConfig
 from codeloop.evaluate import guard
 from codeloop.evaluate.compare import compare

@@ -37,7 +37,7 @@ is out of reach). Per rule the bench counts false rejects (truly helpful, reject
 accepts (truly harmful, accepted), and the goal's two counts: candidates better by
 >= 5 points held-out that were rejected, and built-harmful candidates accepted.
 
-    .venv/bin/python bench/decisions.py [--helpful 4 --harmful 4 --neutral 2]
+    .venv/bin/python -m bench.decisions [--helpful 4 --harmful 4 --neutral 2]
         [--languages python,cpp] [--steps 16] [--seed 3407] [--harmful-lr 1e-3]
         [--session DIR]
 
@@ -65,11 +65,8 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from learning import verdicts
-from results import record
-
+from bench.learning import verdicts
+from bench.results import record
 from codeloop import recipe, store
 from codeloop.config import SessionConfig, dumps, load, load_preset, validate
 from codeloop.engines.base import adapter_sha256
@@ -754,7 +751,7 @@ def goal_line(results: list[dict[str, Any]]) -> str:
     )
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--helpful", type=int, default=4)
     parser.add_argument("--harmful", type=int, default=4)
@@ -776,10 +773,12 @@ def main() -> None:
         "candidates instead of the shared round's",
     )
     parser.add_argument("--session", type=Path, default=None, help="this bench's folder")
-    args = parser.parse_args()
-    started = time.time()
-    root = Path(__file__).resolve().parent.parent
-    work = (args.session or root / "sessions" / f"bench-decisions-{int(time.time())}").resolve()
+    return parser
+
+
+def _shared_round(args: argparse.Namespace, work: Path) -> tuple[SessionConfig, Round]:
+    """The shared session's config and its round 1, collected and exported (reused when
+    it already is, with the same --languages/--seed), its audit tasks fixed."""
     languages = args.languages.split(",") if args.languages else None
     wanted = shared_config(languages, args.seed)
     session = work / "shared"
@@ -798,9 +797,46 @@ def main() -> None:
             run_phase(session, phase)
     shared = round_of(session)
     audit_tasks(shared)  # fixed once here, so every candidate faces the same audit
+    return config, shared
+
+
+def _entry_head(work: Path, config: SessionConfig, shared: Round, held: Heldout, base) -> list:
+    """The entry's first lines: the shared round, the held-out truth, the audit rule."""
+    exported = shared.result("export")
+    audit = store.read(shared.path("audit-tasks.json"))["sizes"]
+    audit_text = ", ".join(f"{e['name']} {e['used']} of {e['declared']}" for e in audit)
+    rule = config.audit
+    return [
+        f"bench folder {work.name}; preset cpu-demo, engine {config.engine.kind}, languages "
+        f"{', '.join(config.tasks.languages)}; shared round 1: "
+        f"{len(shared.tasks('train'))} train tasks, "
+        f"{len(shared.tasks('validation'))} validation tasks, {exported['rows']} verified rows.",
+        f"Held-out ground truth: {held.source}, {len(base)} tasks ({held.problems} problems), "
+        f"base model {sum(base)}/{len(base)} greedy "
+        f"({distinct_solved(held.tasks, base)} problems solved in some language). "
+        f"Audit ({audit_text} tasks), forced to run (round.audit_every = 1); confirmed "
+        f"rule: {rule.confirm_samples} samples per side at T {rule.confirm_temperature}, "
+        f"alpha {rule.confirm_alpha}.",
+        f"Truth: helpful = the paired {CONFIDENCE:.0%} interval of the held-out gain above 0; "
+        "harmful = below 0; neutral otherwise. Interval: "
+        + (
+            "bench/holdout.py's paired_interval (bootstrap over problems)."
+            if holdout is not None
+            else "exact (Clopper-Pearson) on the discordant tasks, scaled by their share."
+        ),
+        "Decisions are finish.decide under each audit.rule (accept = gate promising and "
+        "audit clean); the real finish phase is not run.",
+    ]
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    started = time.time()
+    root = Path(__file__).resolve().parent.parent
+    work = (args.session or root / "sessions" / f"bench-decisions-{int(time.time())}").resolve()
+    config, shared = _shared_round(args, work)
     exported = shared.result("export")
     say(f"shared export: {exported['rows']} verified rows ({exported['reason']})")
-    langs = list(config.tasks.languages)
     held = Heldout(work / "heldout", config)
     base = held.verdicts(None)
     results, skipped = [], []
@@ -825,29 +861,9 @@ def main() -> None:
             )
         )
     results = every_result(work, results)
-    audit = store.read(shared.path("audit-tasks.json"))["sizes"]
-    audit_text = ", ".join(f"{e['name']} {e['used']} of {e['declared']}" for e in audit)
     minutes = (time.time() - started) / 60
-    rule = config.audit
     lines = [
-        f"bench folder {work.name}; preset cpu-demo, engine {config.engine.kind}, languages "
-        f"{', '.join(langs)}; shared round 1: {len(shared.tasks('train'))} train tasks, "
-        f"{len(shared.tasks('validation'))} validation tasks, {exported['rows']} verified rows.",
-        f"Held-out ground truth: {held.source}, {len(base)} tasks ({held.problems} problems), "
-        f"base model {sum(base)}/{len(base)} greedy "
-        f"({distinct_solved(held.tasks, base)} problems solved in some language). "
-        f"Audit ({audit_text} tasks), forced to run (round.audit_every = 1); confirmed "
-        f"rule: {rule.confirm_samples} samples per side at T {rule.confirm_temperature}, "
-        f"alpha {rule.confirm_alpha}.",
-        f"Truth: helpful = the paired {CONFIDENCE:.0%} interval of the held-out gain above 0; "
-        "harmful = below 0; neutral otherwise. Interval: "
-        + (
-            "bench/holdout.py's paired_interval (bootstrap over problems)."
-            if holdout is not None
-            else "exact (Clopper-Pearson) on the discordant tasks, scaled by their share."
-        ),
-        "Decisions are finish.decide under each audit.rule (accept = gate promising and "
-        "audit clean); the real finish phase is not run.",
+        *_entry_head(work, config, shared, held, base),
         "",
         *candidate_table(results),
         "",

@@ -39,7 +39,7 @@ P(gate promising) x P(audit keeps) (disjoint task sets). A real decision agrees 
 the band when the outcome it gave had, somewhere in the band, a chance of at least
 2.5%; per dose, the observed accepts are set beside the expected count.
 
-    .venv/bin/python bench/doses.py --session DIR [--seeds 11,12] [--doses 100,0,50,25,75]
+    .venv/bin/python -m bench.doses --session DIR [--seeds 11,12] [--doses 100,0,50,25,75]
         [--lrs 1e-3,3e-4] [--family-variants 3] [--languages javascript,java] [--rows 16]
         [--helpful-rows FILE] [--reps 400] [--report-only]
 
@@ -53,20 +53,16 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import decisions
-from decision_sim import Profile, oc_point, scale, wilson
-from guard_inputs import beta_fit, measure_set
-from results import record
-
+from bench import decisions
+from bench.decision_sim import Profile, oc_point, scale, wilson
+from bench.guard_inputs import beta_fit, measure_set
+from bench.results import record
 from codeloop import store
 from codeloop.config import load, load_preset, validate
 from codeloop.evaluate import guard
@@ -459,38 +455,7 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
         by_dose.setdefault((res["dose"], res["learning_rate"]), []).append(
             (res["accepted"], points[1]["accept"])
         )
-        held, truth = res["heldout"], res.get("truth")
-        low, est, high = factors(res)
-        first, last = res["loss"]
-        cells = []
-        for side in ("gate", "audit"):
-            e = res[side]["evidence"]
-            cells.append(
-                f"{100 * e['change']:+.1f} [{100 * e['lower_bound']:+.1f}]" if e else "not sampled"
-            )
-        sampled = (
-            f"{_pct(truth['parent_rate'])} -> {_pct(truth['candidate_rate'])} "
-            f"({100 * truth['change']:+.1f} ± {100 * truth['standard_error']:.1f}), "
-            f"k {truth['samples']}"
-            if truth
-            else "-"
-        )
-        bands = " / ".join(
-            f"{_pct(p['gate'])}, {_pct(p['audit'])}, {_pct(p['accept'])}" for p in points
-        )
-        lines.append(
-            f"| {res['name']} | {args.rows} ({round(args.rows * res['dose'] / 100)}) | "
-            f"{first:.3f} -> {last:.3f} | {held['before']} -> {held['after']}/{held['total']} "
-            f"[{held['interval'][0]:+.1f}, {held['interval'][1]:+.1f}] | {sampled} | "
-            f"{est:.2f} [{low:.2f}, {high:.2f}] | {cells[0]} | {cells[1]} | "
-            f"{'accept' if res['accepted'] else 'reject'} | {bands} | "
-            f"{_yes(ok['gate'])}, {_yes(ok['audit'])}, {_yes(ok['accept'])} | "
-            + ", ".join(
-                "-" if value is None else _pct(value)
-                for value in predicted[res["name"]]["shaped"].values()
-            )
-            + " |"
-        )
+        lines.append(_candidate_row(res, args.rows, predicted[res["name"]], ok))
     lines += ["", "| dose | lr | candidates | accepted | expected accepts (sum of P at f's "
               "estimate) |", "|---|---|---|---|---|"]  # fmt: skip
     for (dose, lr), seen in sorted(by_dose.items()):
@@ -501,7 +466,61 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
             f"{sum(p for _, p in seen):.2f} |"
         )
     lines += family_table(ordered, predicted)
+    lines += _inputs_lines(results, ordered)
+    n = len(results)
     lines += [
+        "",
+        f"Inside the simulator's band (the outcome had a chance of at least "
+        f"{_pct(BAND_CHANCE)} somewhere in f's interval): gate {agreeing['gate']} of {n}, "
+        f"audit {agreeing['audit']} of {n}, decision {agreeing['accept']} of {n}. f comes "
+        "from the sampled truth where there is one (the guard's own measure), else from "
+        f"greedy pass@1. rho: each candidate's own share of same-text answers (table "
+        f"below), {args.reps} simulated decisions per point. Wall time of this invocation "
+        f"{minutes:.1f} min; per candidate (minutes, first run): "
+        + ", ".join(f"{r['name']} {r['seconds'] / 60:.1f}" for r in ordered)
+        + ".",
+    ]
+    return lines
+
+
+def _candidate_row(res: dict[str, Any], rows: int, predicted: dict, ok: dict[str, bool]) -> str:
+    """A candidate's row of the first table: what was trained, measured and decided, and
+    what the simulator predicted at f's interval."""
+    points = predicted["points"]
+    held, truth = res["heldout"], res.get("truth")
+    low, est, high = factors(res)
+    first, last = res["loss"]
+    cells = []
+    for side in ("gate", "audit"):
+        e = res[side]["evidence"]
+        cells.append(
+            f"{100 * e['change']:+.1f} [{100 * e['lower_bound']:+.1f}]" if e else "not sampled"
+        )
+    sampled = (
+        f"{_pct(truth['parent_rate'])} -> {_pct(truth['candidate_rate'])} "
+        f"({100 * truth['change']:+.1f} ± {100 * truth['standard_error']:.1f}), "
+        f"k {truth['samples']}"
+        if truth
+        else "-"
+    )
+    bands = " / ".join(
+        f"{_pct(p['gate'])}, {_pct(p['audit'])}, {_pct(p['accept'])}" for p in points
+    )
+    return (
+        f"| {res['name']} | {rows} ({round(rows * res['dose'] / 100)}) | "
+        f"{first:.3f} -> {last:.3f} | {held['before']} -> {held['after']}/{held['total']} "
+        f"[{held['interval'][0]:+.1f}, {held['interval'][1]:+.1f}] | {sampled} | "
+        f"{est:.2f} [{low:.2f}, {high:.2f}] | {cells[0]} | {cells[1]} | "
+        f"{'accept' if res['accepted'] else 'reject'} | {bands} | "
+        f"{_yes(ok['gate'])}, {_yes(ok['audit'])}, {_yes(ok['accept'])} | "
+        + ", ".join("-" if value is None else _pct(value) for value in predicted["shaped"].values())
+        + " |"
+    )
+
+
+def _inputs_lines(results: list[dict[str, Any]], ordered: list[dict[str, Any]]) -> list[str]:
+    """The table of the simulator's inputs measured on each candidate."""
+    lines = [
         "",
         "Measured per candidate against its parent (bench/guard_inputs.py's measure_set): "
         f"the simulator's inputs on real candidates of {len({r['seed'] for r in results})} "
@@ -521,19 +540,6 @@ def report(results: list[dict[str, Any]], args, minutes: float) -> list[str]:
                 f"{'-' if corr is None else f'{corr:.2f}'} | "
                 f"{100 * rates[0]:.1f}% / {100 * rates[1]:.1f}% | {m['discordant_pairs']} |"
             )
-    n = len(results)
-    lines += [
-        "",
-        f"Inside the simulator's band (the outcome had a chance of at least "
-        f"{_pct(BAND_CHANCE)} somewhere in f's interval): gate {agreeing['gate']} of {n}, "
-        f"audit {agreeing['audit']} of {n}, decision {agreeing['accept']} of {n}. f comes "
-        "from the sampled truth where there is one (the guard's own measure), else from "
-        f"greedy pass@1. rho: each candidate's own share of same-text answers (table "
-        f"below), {args.reps} simulated decisions per point. Wall time of this invocation "
-        f"{minutes:.1f} min; per candidate (minutes, first run): "
-        + ", ".join(f"{r['name']} {r['seconds'] / 60:.1f}" for r in ordered)
-        + ".",
-    ]
     return lines
 
 

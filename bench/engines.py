@@ -24,7 +24,7 @@ With --profile, each llamacpp row says where its CPU time goes, kernel by kernel
 (bench/kernel_profile.py, Linux perf); --sgemm-off adds the merged rows without
 llamafile's sgemm, for the side-by-side comparison of that lever.
 
-    python bench/engines.py [--prompts 16] [--max-tokens 256] [--adapter PATH] [--check]
+    python -m bench.engines [--prompts 16] [--max-tokens 256] [--adapter PATH] [--check]
         [--merged q8_0] [--placement bind,passive,active] [--sgemm-off] [--profile]
 """
 
@@ -40,9 +40,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernel_profile import GROUPS, perf_available, profiled  # bench/kernel_profile.py
-from kernel_profile import cells as profile_cells
-from results import record  # bench/results.py (scripts run from bench/)
+from bench.kernel_profile import GROUPS, perf_available, profiled
+from bench.kernel_profile import cells as profile_cells
+from bench.results import record
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository: `-m bench...` runs from it
 
 ROWS = [("hf", 8), ("llamacpp", 8), ("llamacpp-packed", 8), ("hf", 16), ("llamacpp", 16)]
 """(engine, batch); `--merged TYPE` adds llamacpp-TYPE-merged at batch 8 and 16: the
@@ -79,8 +81,7 @@ ENVIRONMENTS = {**PLACEMENTS, "nosgemm": SGEMM_OFF}
 
 def bench_tasks(count: int) -> list:
     """`count` tier-1 dev tasks of the cpu-demo split, the languages taken in turn."""
-    from prompts import dev_tasks  # bench/prompts.py
-
+    from bench.shared import dev_tasks
     from codeloop import recipe
     from codeloop.config import load_preset
 
@@ -104,8 +105,8 @@ def bench_tasks(count: int) -> list:
 def train_adapter(folder: Path, threads: int) -> Path:
     """A LoRA adapter trained for a few steps on the worked example in every language."""
     import torch
-    from train import write_dataset  # bench/train.py
 
+    from bench.shared import write_dataset
     from codeloop import recipe
     from codeloop.config import BUNDLED_MODEL, ExportConfig, TrainConfig
     from codeloop.train.trainer import TrainRequest, run
@@ -190,19 +191,17 @@ def peak_rss_mib() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def worker(args: argparse.Namespace) -> None:
-    """One engine at one batch size, base then adapter; JSON results to --out."""
+def worker_engine(args: argparse.Namespace, max_tokens: int, threads: int):
+    """The engine `--worker` names, at `--batch`."""
     from codeloop.config import BUNDLED_MODEL, EngineConfig
 
-    job = json.loads(Path(args.job).read_text())
-    conversations, max_tokens, threads = job["conversations"], job["max_tokens"], job["threads"]
     if args.worker in ("hf", "hf-again"):
         import torch
 
         from codeloop.engines.hf import HFEngine
 
         torch.set_num_threads(threads)
-        engine = HFEngine(
+        return HFEngine(
             EngineConfig(
                 model=BUNDLED_MODEL,
                 precision="float32",
@@ -210,23 +209,30 @@ def worker(args: argparse.Namespace) -> None:
                 max_tokens=max_tokens,
             )
         )
-    else:
-        from codeloop.engines.llamacpp import LlamaCppEngine
+    from codeloop.engines.llamacpp import LlamaCppEngine
 
-        merged = re.fullmatch(r"llamacpp-(\w+)-merged", args.worker.split("@")[0])
-        engine = LlamaCppEngine(
-            EngineConfig(
-                kind="llamacpp",
-                model=BUNDLED_MODEL,
-                batch_size=args.batch,
-                max_tokens=max_tokens,
-                weights=merged.group(1) if merged else None,
-                merge_adapter=bool(merged),
-            ),
-            threads=threads,
-            place_weights=args.worker != "llamacpp-packed",
-        )
-        engine.decoder.kv_type = args.kv
+    merged = re.fullmatch(r"llamacpp-(\w+)-merged", args.worker.split("@")[0])
+    engine = LlamaCppEngine(
+        EngineConfig(
+            kind="llamacpp",
+            model=BUNDLED_MODEL,
+            batch_size=args.batch,
+            max_tokens=max_tokens,
+            weights=merged.group(1) if merged else None,
+            merge_adapter=bool(merged),
+        ),
+        threads=threads,
+        place_weights=args.worker != "llamacpp-packed",
+    )
+    engine.decoder.kv_type = args.kv
+    return engine
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One engine at one batch size, base then adapter; JSON results to --out."""
+    job = json.loads(Path(args.job).read_text())
+    conversations, max_tokens, threads = job["conversations"], job["max_tokens"], job["threads"]
+    engine = worker_engine(args, max_tokens, threads)
     out = {}
     for label, path in (("base", None), ("adapter", job["adapter"])):
         started = time.monotonic()
@@ -325,12 +331,12 @@ def twins(measured: dict, rows: list[tuple[str, int]]) -> str:
 
 
 def passes(tasks, texts: list[str]) -> int:
-    from prompts import check  # bench/prompts.py
+    from bench.shared import check
 
     return sum(not isinstance(v, str) and v.passed for v in check(tasks, texts))
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -358,20 +364,32 @@ def main() -> None:
         help="where each llamacpp row's CPU time goes, kernel by kernel (Linux perf)",
     )
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument(
+        "--only", default="", help="ENGINE:BATCH rows instead of ROWS, e.g. hf:8,llamacpp:8"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--job", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--kv", default="q8_0", help=argparse.SUPPRESS)  # llamacpp's KV type
-    args = parser.parse_args()
-    if args.worker:
-        worker(args)
-        return
+    return parser
+
+
+def _rows(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[tuple[str, int]]:
+    """The (engine, batch) rows the options ask for, in the order they run."""
     args.placement = [name for name in args.placement.split(",") if name]
     unknown = set(args.placement) - set(PLACEMENTS)
     if unknown:
         parser.error(f"--placement: unknown {sorted(unknown)}; known: {', '.join(PLACEMENTS)}")
-    rows = ROWS + [
+    base = ROWS
+    if args.only:  # the quick form: hf batch 8 and llamacpp batch 8 are what the notes read
+        base = [
+            (name, int(batch))
+            for name, _, batch in (r.partition(":") for r in args.only.split(","))
+        ]
+        if not {("hf", 8), ("llamacpp", 8)} <= set(base):
+            parser.error("--only: needs hf:8 and llamacpp:8 (the ratios and notes read them)")
+    rows = base + [
         (f"llamacpp-{kind}-merged", batch)
         for kind in filter(None, args.merged.split(","))
         for batch in (8, 16)
@@ -387,20 +405,35 @@ def main() -> None:
     if args.profile and (why := perf_available()):
         parser.error(f"--profile: {why}")
     rows += [("hf-again", 8)]  # the reference once more, last: the run's drift, bounded
-    every = bench_tasks(2 * args.prompts)
-    tasks, warmup = every[: args.prompts], every[args.prompts :]
-    trained = args.adapter is None
+    return rows
+
+
+def _measure(rows, tasks: list, warmup: list, args: argparse.Namespace) -> tuple[dict, str]:
+    """Each row in a process of its own: (its measurements by row, the adapter used)."""
     with tempfile.TemporaryDirectory() as scratch:
         job, adapter = write_job(Path(scratch), tasks, warmup, args)
         measured = {}
         for engine, batch in rows:
             out = Path(scratch) / f"{engine}-{batch}.json"
-            command = [sys.executable, __file__, "--worker", engine, "--batch", str(batch)]
+            command = [
+                sys.executable,
+                "-m",
+                "bench.engines",
+                "--worker",
+                engine,
+                "--batch",
+                str(batch),
+            ]
             command += ["--job", str(job), "--out", str(out)]
             command += ["--profile"] if args.profile else []
             environment = ENVIRONMENTS.get(engine.partition("@")[2], {})
-            subprocess.run(command, check=True, env={**os.environ, **environment})
+            subprocess.run(command, check=True, env={**os.environ, **environment}, cwd=ROOT)
             measured[(engine, batch)] = json.loads(out.read_text())
+    return measured, adapter
+
+
+def _table(rows, measured: dict, tasks: list, args: argparse.Namespace) -> tuple[list, dict]:
+    """(the table's lines, hf batch 8's first and last rates per adapter state)."""
     lines = [
         "| engine | batch | adapter | useful tok/s | tokens | seconds | vs hf batch 8 "
         "| cold tok/s | cold vs hf batch 8 | peak RSS MiB | greedy = hf batch 8 | attach s "
@@ -431,6 +464,12 @@ def main() -> None:
             if args.check:
                 line += f" {passes(tasks, cell['texts'])}/{len(tasks)} |"
             lines.append(line)
+    return lines, speeds
+
+
+def _notes(rows, measured, tasks, warmup, args, adapter, speeds) -> list[str]:
+    """What the table's rows and columns mean, and how the adapter was made."""
+    trained = args.adapter is None
     if trained:
         made = "trained here (12 steps on worked examples)"
     else:
@@ -445,8 +484,7 @@ def main() -> None:
             strict=True,
         )
     )
-    lines += [
-        "",
+    return [
         f"Prompts: {len(tasks)} tier-1 dev tasks (codeloop's recipe, "
         f"{len(set(t.language for t in tasks))} languages), greedy, max {args.max_tokens} "
         f"tokens. Adapter: {made}"
@@ -489,23 +527,42 @@ def main() -> None:
         "attach s: `load_adapter`'s time; for merged rows the merge into a re-typed file "
         "(cached by the adapter's sha256, so a second load of it reads the cache).",
     ]
+
+
+def _profile_lines(rows, measured: dict) -> list[str]:
+    """Where each llamacpp row's CPU time went, kernel group by group."""
+    lines = [
+        "",
+        "Where a warm call's CPU time goes (`perf record -e cpu-clock`, 999 Hz, over one "
+        "more warm call of each llamacpp row after its timed ones; bench/kernel_profile.py "
+        "says what each group holds): percent of the samples.",
+        "",
+        "| engine | batch | adapter | " + " | ".join(GROUPS) + " | largest product kernels |",
+        "|---|---|---|" + "---|" * (len(GROUPS) + 1),
+    ]
+    return lines + [
+        f"| {engine} | {batch} | {label} |"
+        + profile_cells(measured[(engine, batch)][label].get("profile"))
+        for label in ("base", "adapter")
+        for engine, batch in rows
+        if not engine.startswith("hf")
+    ]
+
+
+def main() -> None:
+    parser = _parser()
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    rows = _rows(args, parser)
+    every = bench_tasks(2 * args.prompts)
+    tasks, warmup = every[: args.prompts], every[args.prompts :]
+    measured, adapter = _measure(rows, tasks, warmup, args)
+    lines, speeds = _table(rows, measured, tasks, args)
+    lines += ["", *_notes(rows, measured, tasks, warmup, args, adapter, speeds)]
     if args.profile:
-        lines += [
-            "",
-            "Where a warm call's CPU time goes (`perf record -e cpu-clock`, 999 Hz, over one "
-            "more warm call of each llamacpp row after its timed ones; bench/kernel_profile.py "
-            "says what each group holds): percent of the samples.",
-            "",
-            "| engine | batch | adapter | " + " | ".join(GROUPS) + " | largest product kernels |",
-            "|---|---|---|" + "---|" * (len(GROUPS) + 1),
-        ]
-        lines += [
-            f"| {engine} | {batch} | {label} |"
-            + profile_cells(measured[(engine, batch)][label].get("profile"))
-            for label in ("base", "adapter")
-            for engine, batch in rows
-            if not engine.startswith("hf")
-        ]
+        lines += _profile_lines(rows, measured)
     record(
         f"engines, bundled SmolLM2-135M on CPU ({args.threads} threads, bench/engines.py)",
         lines,

@@ -10,20 +10,16 @@ the table to bench/RESULTS.md with the commit it ran on.
 Run it from an older checkout (copy this file and the tests file there) to count
 the forgeries that checkout allows:
 
-    .venv/bin/python bench/forgery.py [--attacks tests/support/attacks.py]
+    .venv/bin/python -m bench.forgery [--attacks tests/support/attacks.py]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.humaneval import humaneval_x_job
@@ -67,14 +63,16 @@ def main() -> None:
         help="check through this `codeloop serve` (its /v1/check/batch, token from "
         "$CODELOOP_SERVE_TOKEN) instead of the sandbox in this process",
     )
+    parser.add_argument("--languages", default=None, help="comma-separated (default: all)")
     args = parser.parse_args()
+    tables = [t for t in TABLES if args.languages is None or t[0] in args.languages.split(",")]
     spec = importlib.util.spec_from_file_location("attacks", args.attacks)
     assert spec is not None and spec.loader is not None
     attacks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(attacks)
-    rows = load_humaneval_x(HUMANEVAL_X, sorted({lang for lang, _t, _k in TABLES})).rows
+    rows = load_humaneval_x(HUMANEVAL_X, sorted({lang for lang, _t, _k in tables})).rows
     wanted: list[tuple[str, str, CheckRequest]] = []
-    for language, table, task in TABLES:
+    for language, table, task in tables:
         for name, entry in getattr(attacks, table, {}).items():
             task_id, body = entry if task is None else (task, entry)
             wanted.append((language, f"attack {name}", request(rows[task_id], body)))
@@ -101,7 +99,7 @@ def main() -> None:
         "| language | wrong answers | forged | canonical passed | forged attacks |",
         "|---|---|---|---|---|",
     ]
-    for language in dict.fromkeys(lang for lang, _t, _k in TABLES):
+    for language in dict.fromkeys(lang for lang, _t, _k in tables):
         mine = [(n, c) for (lang, n, _r), c in zip(wanted, checks, strict=True) if lang == language]
         wrong = [(n, c) for n, c in mine if n.startswith("attack")]
         forged = [n.removeprefix("attack ") for n, c in wrong if c.status == "passed"]

@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop import store
 from codeloop.loop.collect import normalised
 

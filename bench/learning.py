@@ -24,7 +24,7 @@ ran, rows exported per language, train loss first -> last, the decision, and wal
 time per phase; each entry states the retained model's gain over the base model in
 points, pooled and per language.
 
-    .venv/bin/python bench/learning.py [--rounds 4] [--session DIR] [--preset cpu-demo]
+    .venv/bin/python -m bench.learning [--rounds 4] [--session DIR] [--preset cpu-demo]
                                        [--engine llamacpp] [--seed N] [--tiers 1,2]
                                        [--resume] [--engine-set KEY=VALUE ...]
                                        [--phases-only] [--stop-after PHASE]
@@ -61,11 +61,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import devset
-from results import record
-
+from bench import devset
+from bench.results import record
 from codeloop import recipe, store
 from codeloop.config import SessionConfig, load, load_preset, validate, with_values
 from codeloop.engines import create
@@ -73,7 +70,7 @@ from codeloop.engines.base import adapter_sha256
 from codeloop.loop.common import PHASES
 from codeloop.loop.launcher import open_session
 from codeloop.sandbox import check_many
-from codeloop.store import sha256_json
+from codeloop.store import SessionPaths, sha256_json
 from codeloop.tasks import clean as holdout
 from codeloop.tasks.checks import request as check_request
 from codeloop.tasks.schema import Task
@@ -240,7 +237,7 @@ def curriculum_tiers(config: SessionConfig) -> str:
     return ",".join(map(str, tiers)) or "none"
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--preset", default="cpu-demo")
@@ -278,41 +275,185 @@ def main() -> None:
         help="the loop's own phases, outcome and phase times only: none of this script's "
         "held-out evaluations (for comparing how long a round takes under two settings)",
     )
+    return parser
+
+
+def _open(args: argparse.Namespace, session: Path) -> SessionPaths:
+    """`--resume`'s session, or a fresh one from the preset and the overrides."""
+    if args.resume:
+        if not (session / "config.toml").exists():
+            raise SystemExit(f"{session}: no session to resume (no config.toml)")
+        return open_session(session, None)
+    if session.exists():
+        raise SystemExit(
+            f"{session}: exists; bench/learning.py starts a fresh session (or --resume it)"
+        )
+    preset = load_preset(args.preset)
+    if args.engine:
+        preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
+    if args.engine_set:
+        preset = with_values(preset, {"engine": engine_values(args.engine_set)}, "--engine-set")
+    data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if args.seed is not None:
+        data["seed"] = args.seed
+    if args.tiers is not None:
+        if not any(source["kind"] == "curriculum" for source in data["tasks"]["sources"]):
+            raise SystemExit(f"--tiers: preset {args.preset} has no curriculum source")
+        data["tasks"]["sources"] = [
+            {**source, "tiers": args.tiers} if source["kind"] == "curriculum" else source
+            for source in data["tasks"]["sources"]
+        ]
+    return open_session(session, validate(data, "--seed/--tiers"))
+
+
+class Measures:
+    """The held-out measurements of a session's models, cached in the session: the fixed
+    development set, the non-curriculum problems and the clean held-out test."""
+
+    def __init__(self, session: Path, config: SessionConfig, fixed: list[Task]) -> None:
+        self.config = config
+        self.languages = list(config.tasks.languages)
+        self.clean_tasks = holdout.tasks(self.languages)  # raises if the frozen set was edited
+        self.fixed = fixed
+        self.held = devset.tasks(self.languages)
+        self.cache = ScoreCache(
+            session / "bench-learning-scores.json", fixed, self.held, self.clean_tasks
+        )
+
+    def measure(self, adapter: Path | None) -> tuple[Score, Score]:
+        key = adapter_sha256(adapter) if adapter else "base"
+        found = self.cache.get("held-out", key)
+        if found is None:
+            found = [
+                evaluate(self.config, adapter, self.fixed),
+                evaluate(self.config, adapter, self.held),
+            ]
+            self.cache.put("held-out", key, found)
+        return found[0], found[1]
+
+    def measure_clean(self, adapter: Path | None) -> list[bool]:
+        """Clean held-out verdicts: of the base and the retained models only, never of a
+        candidate, so that no decision can lean on them."""
+        key = adapter_sha256(adapter) if adapter else "base"
+        found = self.cache.get("clean", key)
+        if found is None:
+            found = verdicts(self.config, adapter, self.clean_tasks)
+            self.cache.put("clean", key, found)
+        return found
+
+    def clean(self, passed: list[bool]) -> str:
+        """Clean held-out pass@1 and distinct problems solved."""
+        score = tally(self.clean_tasks, passed)
+        solved = holdout.distinct_solved(self.clean_tasks, passed)
+        return f"{pooled(score):.1f}%, {solved} of {len(holdout.PROBLEMS)} problems solved"
+
+
+def _phases(session: Path, number: int, names: list[str], resume: bool, env: dict) -> None:
+    """Round `number`'s phases in `names` that have not finished, one process each."""
+    folder = SessionPaths(session).round(number)
+    for name in names:
+        if not (folder / f"{name}.json").exists():
+            phase = ["phase", "--session", str(session), "--round", str(number)]
+            if resume:  # a phase killed mid-way (a train checkpoint) continues
+                phase.append("--resume")
+            subprocess.run(
+                [sys.executable, "-m", "codeloop", *phase, "--phase", name], check=True, env=env
+            )
+
+
+def _outcome(folder: Path, started: float, windows: list[tuple[float, float]]) -> list[str]:
+    """The round's audit, exported rows, loss and phase times, as the entry states them."""
+    exported = store.read(folder / "export.json")
+    training = store.read(folder / "adapter" / "training.json", None)
+    loss = (
+        f"{training['first_loss']:.3f} -> {training['last_loss']:.3f}"
+        if training
+        else "not trained"
+    )
+    audit = store.read(folder / "audit-candidate" / "summary.json", None)
+    return [
+        "- audit pass@1 (candidate): "
+        + (
+            f"{audit['passed']}/{audit['total']} (macro {audit['macro_pass_at_1']:.3f})"
+            if audit
+            else "audit not run this round"
+        ),
+        f"- rows exported: {exported['rows']} "
+        + " ".join(f"{lang}={n}" for lang, n in exported["languages"].items()),
+        f"- train loss first -> last: {loss}",
+        f"- wall seconds per phase: {phase_times(folder, started, windows)}",
+    ]
+
+
+def _held_out(
+    measures: Measures,
+    retained: Path | None,
+    base: tuple[tuple[Score, Score], list[bool]],
+    candidate: tuple[Score, Score] | None,
+    number: int,
+) -> tuple[list[str], list[str]]:
+    """(the retained model's and the candidate's held-out lines, the gain so far)."""
+    languages, clean_tasks = measures.languages, measures.clean_tasks
+    (base_dev, base_held), base_clean = base
+    dev_score, held_score = measures.measure(retained)
+    clean_passed = measures.measure_clean(retained)
+    gain = holdout.paired_interval(base_clean, clean_passed)
+    unlike = non_kin_gain(clean_tasks, base_clean, clean_passed)
+    interval = (
+        f"{gain['level']:.0%} paired bootstrap interval over problems "
+        f"[{gain['low']:+.1f}, {gain['high']:+.1f}]"
+    )
+    lines = [
+        f"- retained model, held-out pass@1, fixed development set "
+        f"({sum(c[1] for c in dev_score.values())} tasks, never trained on): "
+        f"{pooled(dev_score):.1f}% (base {pooled(base_dev):.1f}%); "
+        f"{cells(dev_score, languages)}",
+        f"- retained model, held-out pass@1, non-curriculum problems "
+        f"({len(measures.held)} tasks): {pooled(held_score):.1f}% "
+        f"(base {pooled(base_held):.1f}%); {cells(held_score, languages)}",
+        f"- retained model, clean held-out test pass@1 (bench/holdout.py, "
+        f"{len(clean_tasks)} tasks, never used for tuning or selection): "
+        f"{measures.clean(clean_passed)} (base {measures.clean(base_clean)}); gain "
+        f"{gain['difference']:+.1f} points, {interval}; {unlike}; "
+        f"{cells(tally(clean_tasks, clean_passed), languages)}",
+        "- this round's candidate, held-out pass@1: "
+        + (
+            f"fixed development set {pooled(candidate[0]):.1f}% "
+            f"({cells(candidate[0], languages)}); non-curriculum "
+            f"{pooled(candidate[1]):.1f}% ({cells(candidate[1], languages)})"
+            if candidate
+            else "no candidate (not trained)"
+        ),
+    ]
+    # every round, so that a run stopped early still states its gain so far
+    gain_dev = pooled(dev_score) - pooled(base_dev)
+    gain_held = pooled(held_score) - pooled(base_held)
+    per_language = " ".join(
+        f"{lang}={100 * (held_score[lang][0] - base_held[lang][0]) / held_score[lang][1]:+.0f}"
+        for lang in languages
+    )
+    summary = [
+        "",
+        f"Held-out gain over the base model after {number} rounds: "
+        f"{gain_dev:+.1f} points on the fixed development set, "
+        f"{gain_held:+.1f} points on the non-curriculum problems "
+        f"(per language, points: {per_language}), "
+        f"{gain['difference']:+.1f} points on the clean held-out test ({interval}), "
+        f"{unlike}.",
+    ]
+    return lines, summary
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     if args.stop_after and not (args.phases_only and args.rounds == 1 and not args.resume):
         parser.error("--stop-after needs --phases-only and --rounds 1 (a fresh session)")
     root = Path(__file__).resolve().parent.parent
     session = args.session or root / "sessions" / f"bench-learning-{int(time.time())}"
-    if args.resume:
-        if not (session / "config.toml").exists():
-            raise SystemExit(f"{session}: no session to resume (no config.toml)")
-        paths = open_session(session, None)
-    else:
-        if session.exists():
-            raise SystemExit(
-                f"{session}: exists; bench/learning.py starts a fresh session (or --resume it)"
-            )
-        preset = load_preset(args.preset)
-        if args.engine:
-            preset = with_values(preset, {"engine": {"kind": args.engine}}, "--engine")
-        if args.engine_set:
-            preset = with_values(preset, {"engine": engine_values(args.engine_set)}, "--engine-set")
-        data = preset.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if args.seed is not None:
-            data["seed"] = args.seed
-        if args.tiers is not None:
-            if not any(source["kind"] == "curriculum" for source in data["tasks"]["sources"]):
-                raise SystemExit(f"--tiers: preset {args.preset} has no curriculum source")
-            data["tasks"]["sources"] = [
-                {**source, "tiers": args.tiers} if source["kind"] == "curriculum" else source
-                for source in data["tasks"]["sources"]
-            ]
-        preset = validate(data, "--seed/--tiers")
-        paths = open_session(session, preset)
+    paths = _open(args, session)
     config = load(paths.config)
-    languages = list(config.tasks.languages)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    clean_tasks = holdout.tasks(languages)  # raises if the frozen set was edited
     finished = len(store.read(paths.status).get("history", []))
     run_started = time.time()
     if not paths.development.exists():
@@ -321,60 +462,26 @@ def main() -> None:
         prepare = ["phase", "--session", str(session), "--round", "1", "--phase", "prepare"]
         subprocess.run([sys.executable, "-m", "codeloop", *prepare], check=True, env=env)
     fixed = [Task.model_validate(t) for t in store.read(paths.development)["tasks"]]
-    held = devset.tasks(languages)
-    cache = ScoreCache(session / "bench-learning-scores.json", fixed, held, clean_tasks)
-
-    def measure(adapter: Path | None) -> tuple[Score, Score]:
-        key = adapter_sha256(adapter) if adapter else "base"
-        found = cache.get("held-out", key)
-        if found is None:
-            found = [evaluate(config, adapter, fixed), evaluate(config, adapter, held)]
-            cache.put("held-out", key, found)
-        return found[0], found[1]
-
-    def measure_clean(adapter: Path | None) -> list[bool]:
-        """Clean held-out verdicts: of the base and the retained models only, never of a
-        candidate, so that no decision can lean on them."""
-        key = adapter_sha256(adapter) if adapter else "base"
-        found = cache.get("clean", key)
-        if found is None:
-            found = verdicts(config, adapter, clean_tasks)
-            cache.put("clean", key, found)
-        return found
-
-    def clean(passed: list[bool]) -> str:
-        """Clean held-out pass@1 and distinct problems solved."""
-        score = tally(clean_tasks, passed)
-        solved = holdout.distinct_solved(clean_tasks, passed)
-        return f"{pooled(score):.1f}%, {solved} of {len(holdout.PROBLEMS)} problems solved"
-
-    held_total = len(held)
+    measures = Measures(session, config, fixed)
     base_measuring = time.time()
     if not args.phases_only:
-        base = measure(None)
-        base_clean = measure_clean(None)
+        base = (measures.measure(None), measures.measure_clean(None))
     base_window = (base_measuring, time.time())
+    stated = (
+        f"session {session.name}, preset {args.preset}, {engine_stated(config)}, "
+        f"seed {config.seed}, curriculum tiers {curriculum_tiers(config)}"
+    )
+    names = PHASES[: PHASES.index(args.stop_after or "candidate") + 1]
     for number in range(finished + 1, args.rounds + 1):
         first = number == finished + 1
         started = run_started if first else time.time()
         folder = paths.round(number)
-        for name in PHASES[: PHASES.index(args.stop_after or "candidate") + 1]:
-            if not (folder / f"{name}.json").exists():
-                phase = ["phase", "--session", str(session), "--round", str(number)]
-                if args.resume:  # a phase killed mid-way (a train checkpoint) continues
-                    phase.append("--resume")
-                subprocess.run(
-                    [sys.executable, "-m", "codeloop", *phase, "--phase", name],
-                    check=True,
-                    env=env,
-                )
+        _phases(session, number, names, args.resume, env)
         if args.stop_after:
             record(
                 f"Learning on {args.preset}, round 1 up to {args.stop_after} (bench/learning.py)",
                 [
-                    f"session {session.name}, preset {args.preset}, {engine_stated(config)}, "
-                    f"seed {config.seed}, curriculum tiers {curriculum_tiers(config)}: "
-                    f"stopped after {args.stop_after} (`--stop-after`), no decision",
+                    f"{stated}: stopped after {args.stop_after} (`--stop-after`), no decision",
                     "",
                     f"- wall seconds per phase: {phase_times(folder, started, [base_window])}",
                 ],
@@ -383,93 +490,25 @@ def main() -> None:
         measuring = time.time()
         weights = folder / "adapter" / "adapter_model.safetensors"
         candidate = (
-            measure(folder / "adapter") if weights.exists() and not args.phases_only else None
+            measures.measure(folder / "adapter")
+            if weights.exists() and not args.phases_only
+            else None
         )
         evaluated = time.time()
         windows = [base_window, (measuring, evaluated)] if first else [(measuring, evaluated)]
         rest = ["run", "--session", str(session), "--rounds", str(number)]
         subprocess.run([sys.executable, "-m", "codeloop", *rest], check=True, env=env)
-        exported = store.read(folder / "export.json")
         finish = store.read(folder / "finish.json")
-        training = store.read(folder / "adapter" / "training.json", None)
-        loss = (
-            f"{training['first_loss']:.3f} -> {training['last_loss']:.3f}"
-            if training
-            else "not trained"
-        )
-        audit = store.read(folder / "audit-candidate" / "summary.json", None)
-        lines = [
-            f"session {session.name}, preset {args.preset}, {engine_stated(config)}, "
-            f"seed {config.seed}, curriculum tiers {curriculum_tiers(config)}, "
-            f"round {number}: "
-            f"**{finish['decision']}**",
-            "",
-        ]
-        outcome = [
-            "- audit pass@1 (candidate): "
-            + (
-                f"{audit['passed']}/{audit['total']} (macro {audit['macro_pass_at_1']:.3f})"
-                if audit
-                else "audit not run this round"
-            ),
-            f"- rows exported: {exported['rows']} "
-            + " ".join(f"{lang}={n}" for lang, n in exported["languages"].items()),
-            f"- train loss first -> last: {loss}",
-            f"- wall seconds per phase: {phase_times(folder, started, windows)}",
-        ]
+        lines = [f"{stated}, round {number}: **{finish['decision']}**", ""]
+        outcome = _outcome(folder, started, windows)
         if args.phases_only:
             lines += outcome
             lines.append("\n(`--phases-only`: no held-out evaluation by this script.)")
         else:
             retained = store.read(paths.status).get("retained_adapter")
-            dev_score, held_score = measure(session / retained if retained else None)
-            clean_passed = measure_clean(session / retained if retained else None)
-            gain = holdout.paired_interval(base_clean, clean_passed)
-            unlike = non_kin_gain(clean_tasks, base_clean, clean_passed)
-            interval = (
-                f"{gain['level']:.0%} paired bootstrap interval over problems "
-                f"[{gain['low']:+.1f}, {gain['high']:+.1f}]"
-            )
-            lines += [
-                f"- retained model, held-out pass@1, fixed development set "
-                f"({sum(c[1] for c in dev_score.values())} tasks, never trained on): "
-                f"{pooled(dev_score):.1f}% (base {pooled(base[0]):.1f}%); "
-                f"{cells(dev_score, languages)}",
-                f"- retained model, held-out pass@1, non-curriculum problems "
-                f"({held_total} tasks): {pooled(held_score):.1f}% "
-                f"(base {pooled(base[1]):.1f}%); {cells(held_score, languages)}",
-                f"- retained model, clean held-out test pass@1 (bench/holdout.py, "
-                f"{len(clean_tasks)} tasks, never used for tuning or selection): "
-                f"{clean(clean_passed)} (base {clean(base_clean)}); gain "
-                f"{gain['difference']:+.1f} points, {interval}; {unlike}; "
-                f"{cells(tally(clean_tasks, clean_passed), languages)}",
-                "- this round's candidate, held-out pass@1: "
-                + (
-                    f"fixed development set {pooled(candidate[0]):.1f}% "
-                    f"({cells(candidate[0], languages)}); non-curriculum "
-                    f"{pooled(candidate[1]):.1f}% ({cells(candidate[1], languages)})"
-                    if candidate
-                    else "no candidate (not trained)"
-                ),
-                *outcome,
-            ]
-            # every round, so that a run stopped early still states its gain so far
-            gain_dev = pooled(dev_score) - pooled(base[0])
-            gain_held = pooled(held_score) - pooled(base[1])
-            per_language = " ".join(
-                f"{lang}="
-                f"{100 * (held_score[lang][0] - base[1][lang][0]) / held_score[lang][1]:+.0f}"
-                for lang in languages
-            )
-            lines += [
-                "",
-                f"Held-out gain over the base model after {number} rounds: "
-                f"{gain_dev:+.1f} points on the fixed development set, "
-                f"{gain_held:+.1f} points on the non-curriculum problems "
-                f"(per language, points: {per_language}), "
-                f"{gain['difference']:+.1f} points on the clean held-out test ({interval}), "
-                f"{unlike}.",
-            ]
+            adapter = session / retained if retained else None
+            held, summary = _held_out(measures, adapter, base, candidate, number)
+            lines += [*held, *outcome, *summary]
         record(
             f"Learning on {args.preset}, round {number} of {args.rounds} (bench/learning.py)", lines
         )

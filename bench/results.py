@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
+"""The notebook. `python -m bench` (the quick forms) sets CODELOOP_BENCH_RESULTS to a
+scratch file instead: a quick run is a smoke test, not an entry."""
 
 
 def commit() -> str:
@@ -47,6 +49,7 @@ def record(heading: str, lines: list[str]) -> str:
     )
     text = "\n".join([title, "", *lines, ""]) + "\n"
     print(text)
-    with RESULTS.open("a", encoding="utf-8") as handle:
+    target = Path(os.environ.get("CODELOOP_BENCH_RESULTS") or RESULTS)
+    with target.open("a", encoding="utf-8") as handle:
         handle.write(text)
     return text

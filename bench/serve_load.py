@@ -20,7 +20,7 @@ Memory: RSS of the server process and of its sandbox workers (its descendants) a
 the warm-up and at the end. Everything stays on loopback, bounded in count
 (`--requests` at most 10,000) and time (`--max-seconds` per clients value).
 
-    .venv/bin/python bench/serve_load.py [--clients 64,256] [--requests 2000]
+    .venv/bin/python -m bench.serve_load [--clients 64,256] [--requests 2000]
         [--problems 100] [--languages python,cpp,nodejs,go,java,rust,c]
 
 Prints markdown tables and appends them to bench/RESULTS.md.
@@ -50,11 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import httpx
-from results import record
 
+from bench.results import record
 from codeloop.sandbox import run_program
 from codeloop.sandbox import shutdown as shutdown_pool
 from codeloop.sandbox.pool import worker_pids
@@ -722,7 +720,7 @@ def setting_of(result: dict[str, Any]) -> str:
     return f"warm {result['warm']}, {parser()} + {event_loop()}{how}"
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="64", help="concurrent clients; a list runs each")
     parser.add_argument("--requests", type=int, default=2000, help=f"at most {MAX_REQUESTS}")
@@ -769,6 +767,11 @@ def main() -> None:
         help="the workers' warm Python sandbox (CODELOOP_WARM): on, off, or on,off to run "
         "each clients value both ways, side by side",
     )
+    return parser
+
+
+def _checked(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The options, refused with a usage error where they make no run."""
     args = parser.parse_args()
     args.languages = [name.strip() for name in args.languages.split(",") if name.strip()]
     if set(args.stack.split(",")) - {"auto", "plain", "routed", "threads"}:
@@ -782,8 +785,11 @@ def main() -> None:
         parser.error(f"no program for {unknown}; known: python, {', '.join(OTHERS)}")
     if not 1 <= args.requests <= MAX_REQUESTS or not 1 <= args.problems * 5 <= MAX_REQUESTS:
         parser.error(f"--requests and 5 x --problems: 1 to {MAX_REQUESTS}")
-    cores = len(os.sched_getaffinity(0))
-    workers = args.workers or cores
+    return args
+
+
+def _runs(args: argparse.Namespace, workers: int) -> list[dict]:
+    """Every clients value, warm setting and stack, in that nesting, one run each."""
     results = []
     try:
         for clients in [int(part) for part in args.clients.split(",")]:
@@ -799,6 +805,11 @@ def main() -> None:
     finally:
         shutdown_pool()
 
+    return results
+
+
+def _http_lines(args: argparse.Namespace, results: list[dict], workers: int, cores: int):
+    """What was sent, and the HTTP and direct paths side by side."""
     languages = ", ".join(args.languages)
     lines = [
         f"{args.requests} `/run_code` requests ({languages}; {len(PYTHON)} distinct Python stdio "
@@ -842,6 +853,12 @@ def main() -> None:
             f"{idle[0]:.0f}, {warm[0]:.0f}, {end[0]:.0f} | "
             f"{idle[1]:.0f} ({idle[2]}), {warm[1]:.0f} ({warm[2]}), {end[1]:.0f} ({end[2]}) |"
         )
+    return lines
+
+
+def _multi_lines(args: argparse.Namespace, results: list[dict], cores: int) -> list[str]:
+    """The multi-case problems, ScaleBox's figure, and each run against issue 51's goals."""
+    lines: list[str] = []
     lines += [
         "",
         f"Multi-case: {args.problems} problems of {CASES_PER_PROBLEM} test cases, each problem "
@@ -878,6 +895,12 @@ def main() -> None:
             f"of the direct wall (goal: at most +15%); lost {http.lost}, duplicated "
             f"{http.duplicated}, wrong or refused {http.sent - http.right}."
         )
+    return lines
+
+
+def _fault_lines(args: argparse.Namespace, results: list[dict]) -> list[str]:
+    """The fault phase's table, where one ran."""
+    lines: list[str] = []
     if any(result["faults"] for result in results):
         lines += [
             "",
@@ -908,6 +931,18 @@ def main() -> None:
                 lines.append(
                     f"- wrong after retries, {result['clients']} clients: {count} x {what}"
                 )
+    return lines
+
+
+def main() -> None:
+    args = _checked(_parser())
+    cores = len(os.sched_getaffinity(0))
+    workers = args.workers or cores
+    results = _runs(args, workers)
+    lines = _http_lines(args, results, workers, cores)
+    lines += _multi_lines(args, results, cores)
+    lines += _fault_lines(args, results)
+    languages = ", ".join(args.languages)
     record(f"bench/serve_load.py: `codeloop serve` /run_code under load ({languages})", lines)
 
 

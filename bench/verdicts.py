@@ -8,9 +8,9 @@ verdict (status, and whether it passed) to a JSON file; with `--compare`, reads 
 earlier file and lists every check whose verdict differs. A refactor of the sandbox
 or of the language homes must change none.
 
-    python bench/verdicts.py --out before.json
-    python bench/verdicts.py --out after.json --compare before.json
-    python bench/verdicts.py --languages python --out ...   # one language's home only
+    python -m bench.verdicts --out before.json
+    python -m bench.verdicts --out after.json --compare before.json
+    python -m bench.verdicts --languages python --out ...   # one language's home only
 
 Prints a table per language (canonical passed, mutants passed, differences) and
 appends it to bench/RESULTS.md.
@@ -21,14 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import language_of
 from codeloop.evaluate.humaneval import humaneval_x_job

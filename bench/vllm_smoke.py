@@ -2,7 +2,7 @@
 
 Run on a machine with a CUDA GPU and `pip install -e .[cpu,vllm]`:
 
-    python bench/vllm_smoke.py
+    python -m bench.vllm_smoke
 
 It converts the bundled GGUF to a Hugging Face folder (codeloop.models.hf_folder),
 makes a random rank-8 LoRA adapter, and checks through codeloop's vllm engine that
@@ -19,8 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from results import record  # bench/results.py (scripts run from bench/)
-
+from bench.results import record
 from codeloop.config import BUNDLED_MODEL, EngineConfig
 from codeloop.models import load, resolve
 

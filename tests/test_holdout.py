@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
+from bench import devset
 from codeloop import recipe
 from codeloop.config import LANGUAGES
+from codeloop.tasks import clean as holdout
 from codeloop.tasks.curriculum import families
 from codeloop.tasks.validate import trivial_pass
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import devset
-
-from codeloop.tasks import clean as holdout
 
 
 def _normal(text: str) -> str:

@@ -9,16 +9,10 @@ kernel would break.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("llama_cpp")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import kernel_profile
-
+from bench import kernel_profile
 from codeloop.config import BUNDLED_MODEL, EngineConfig
 from codeloop.engines.llamacpp import LlamaCppEngine
 from codeloop.recipe import messages

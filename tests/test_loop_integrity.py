@@ -149,12 +149,9 @@ def test_every_phase_says_what_it_waited_on(finished: Path) -> None:
     assert clocks["export"]["seconds"]["check"] > 0  # it re-verifies what it exports
     assert clocks["train"]["seconds"]["check"] == clocks["train"]["seconds"]["generate"] == 0
     # bench/learning.py's entries show the split beside each phase's seconds
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     import re
 
-    import learning
+    from bench import learning
 
     times = learning.phase_times(folder, 0.0, [])
     check = clocks["collect"]["seconds"]["check"]

@@ -9,7 +9,7 @@ tasks (bench/devset.py) in every language of the preset. Per batch size: wall
 seconds, useful tokens/s, answers identical to the first size's (batch neighbours
 change floating-point sums, so greedy tokens may differ), and pass@1 in the sandbox.
 
-    .venv/bin/python bench/batch_size.py [--sizes 8,16,32] [--tasks 48] [--engine hf]
+    .venv/bin/python -m bench.experiments.batch_size [--sizes 8,16,32] [--tasks 48] [--engine hf]
 
 The engine is the preset's (cpu-demo: llamacpp) unless `--engine` names another kind.
 """
@@ -17,15 +17,10 @@ The engine is the preset's (cpu-demo: llamacpp) unless `--engine` names another 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import devset
-from results import record
-
+from bench import devset
+from bench.results import record
 from codeloop import recipe
 from codeloop.config import load_preset, with_values
 from codeloop.engines import create

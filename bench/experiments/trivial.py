@@ -7,22 +7,17 @@ against the task's hidden test. A task one of them passes has a test too weak to
 train on. Prints per language how many checks each kind got and how they ended,
 names the tasks passed trivially, and appends the table to bench/RESULTS.md.
 
-    .venv/bin/python bench/trivial.py [--languages python,cpp] [--workers 2]
+    .venv/bin/python -m bench.experiments.trivial [--languages python,cpp] [--workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.config import SandboxConfig
 from codeloop.evaluate import load_humaneval_x
 from codeloop.evaluate.data import HUMANEVAL_X_FILES, language_of

@@ -7,7 +7,7 @@ chunks in flight. Reports checks/s and the overhead per check of Ray over the
 local pool with as many workers. Verdicts must be identical everywhere. On one
 2-core machine this measures Ray's cost, not a gain: a gain needs more machines.
 
-    .venv/bin/python bench/scale.py [--programs 48] [--chunk 8]
+    .venv/bin/python -m bench.experiments.scale [--programs 48] [--chunk 8]
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from results import record  # bench/results.py (scripts run from bench/)
-
+from bench.results import record
 from codeloop.sandbox import CheckRequest, check_many, cluster
 
 CASES = [{"input": f"{i} {i + 1}\n", "output": f"{2 * i + 1}\n"} for i in range(3)]

@@ -21,7 +21,7 @@ and Debian's whole testify).
 
 Prints a table and appends it, with the date and host name, to bench/RESULTS.md.
 
-    python bench/compile_switch.py [--switch all|NAME] [--limit 164] [--repeats 2]
+    python -m bench.experiments.compile_switch [--switch all|NAME] [--limit 164] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from results import record  # bench/results.py (scripts run from bench/)
+from bench.results import record
 
 MODES = ("on", "off")
 SWITCHES = {

@@ -16,7 +16,7 @@ scores, the budget, each arm's wall time, its mean reward per step and the share
 groups without reward spread (no advantage: GRPO learns nothing from them), in all
 and step by step.
 
-    .venv/bin/python bench/grpo_vs_ei.py [--session sessions/bench-learning-N] \
+    .venv/bin/python -m bench.experiments.grpo_vs_ei [--session sessions/bench-learning-N] \
         [--round 1] [--num-generations 8] [--prompts-per-step 1] [--scoring fraction] \
         [--contract-score 0.1] [--arms base expert-iteration]
 
@@ -28,16 +28,12 @@ is 30 such steps.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import devset
-from learning import cells, evaluate, pooled
-from results import record
-
+from bench import devset
+from bench.learning import cells, evaluate, pooled
+from bench.results import record
 from codeloop import store
 from codeloop.config import load
 from codeloop.loop.common import PHASES
@@ -99,7 +95,7 @@ def main() -> None:
 
     if args.session is None:
         found = sorted(
-            (Path(__file__).resolve().parent.parent / "sessions").glob("bench-learning-*"),
+            (Path(__file__).resolve().parents[2] / "sessions").glob("bench-learning-*"),
             key=lambda path: path.stat().st_mtime,
         )
         if not found:

@@ -14,25 +14,20 @@ Prints a table and appends it to bench/RESULTS.md with the commit it ran on. The
 tests run the same machinery on a tiny fixture round (tests/test_loop_e2e.py);
 this is the preset's real scale, with the bundled model (about an hour on 2 cores).
 
-    .venv/bin/python bench/chaos.py [--preset cpu-demo] [--out DIR] [--per-phase 3]
+    .venv/bin/python -m bench.experiments.chaos [--preset cpu-demo] [--out DIR] [--per-phase 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 # tests/support/chaos.py: the machinery the chaos test uses
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from results import record
-
+from bench.results import record
 from codeloop.config import load_preset
 from codeloop.loop.collect import CALL_LOG_ENV
 from codeloop.loop.common import FAILPOINTS_ENV, PHASES

@@ -9,7 +9,7 @@ one worker checking the 164 HumanEval canonical solutions in the warm Python san
 (ms per check, the worker's own CPU per check, and the mean time of its CPU quota
 writes), sweeps them, and measures again; the two states take turns for `--rounds`.
 
-    .venv/bin/python bench/cgroup_leak.py [--left 5000] [--rounds 3]
+    .venv/bin/python -m bench.experiments.cgroup_leak [--left 5000] [--rounds 3]
 
 Prints a table and appends it to bench/RESULTS.md.
 """
@@ -24,10 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.evaluate import load_humaneval
 from codeloop.evaluate.humaneval import humaneval_job
 from codeloop.sandbox import CheckRequest, cgroups

@@ -7,7 +7,7 @@ second of training, from training.json) and the peak RSS of the process. Each
 variant runs in a fresh subprocess so that its peak RSS is its own. Prints a table
 and appends it to bench/RESULTS.md.
 
-    python bench/train.py [--steps 8] [--batch 4] [--length 200] [--threads 2]
+    python -m bench.experiments.train [--steps 8] [--batch 4] [--length 200] [--threads 2]
                           [--variants plain,checkpointing]
 """
 
@@ -20,10 +20,12 @@ import resource
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
-from results import record  # bench/results.py (scripts run from bench/)
+from bench.results import record
+from bench.shared import write_dataset
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository: `-m bench...` runs from it
 
 VARIANTS = {"plain": False, "checkpointing": True}
 
@@ -56,24 +58,6 @@ def rows_of_length(tokenizer, count: int, length: int) -> list[dict]:
             }
         )
     return rows
-
-
-def write_dataset(data: Path, rows: list[dict]) -> Path:
-    """`rows` as a training set at `data`, with the manifest export would write beside it."""
-    from codeloop import store
-
-    store.write_text(data, "".join(json.dumps(row) + "\n" for row in rows))
-    store.write_json(
-        Path(f"{data}.manifest.json"),
-        {
-            "split": "train",
-            "verification": "local_execution",
-            "rows": len(rows),
-            "languages": dict(Counter(row["language"] for row in rows)),
-            "dataset_sha256": store.sha256_file(data),
-        },
-    )
-    return data
 
 
 def one(args: argparse.Namespace) -> None:
@@ -144,10 +128,10 @@ def main() -> None:
     )
     lines = [header, "|---|---|---|---|---|---|---|---|"]
     for variant in args.variants.split(","):
-        command = [sys.executable, __file__, "--one", variant]
+        command = [sys.executable, "-m", "bench.experiments.train", "--one", variant]
         command += ["--steps", str(args.steps), "--batch", str(args.batch)]
         command += ["--length", str(args.length), "--threads", str(args.threads)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
         if done.returncode != 0:
             raise SystemExit(f"{variant}: failed\n{done.stderr[-3000:]}")
         row = json.loads(done.stdout.strip().splitlines()[-1])

@@ -8,7 +8,7 @@ the code does) and one whose checks get no `finished` line and so wait for the e
 and checks the 164 HumanEval canonical solutions with each in turn for `--rounds`
 rounds; the processes run side by side, as pool workers do.
 
-    .venv/bin/python bench/warm_end.py [--rounds 10] [--workers 1,2]
+    .venv/bin/python -m bench.experiments.warm_end [--rounds 10] [--workers 1,2]
 
 Prints ms per check (median over rounds, per worker process) and appends the table to
 bench/RESULTS.md.
@@ -19,14 +19,9 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.evaluate import load_humaneval
 from codeloop.evaluate.humaneval import humaneval_job
 from codeloop.sandbox import CheckRequest

@@ -8,7 +8,7 @@ runs in its own subprocess (bench/engines.py's worker: warm-up call first, then 
 timed call, then the same call with the prefix cache emptied), so its peak RSS is
 its own. Appends a table to bench/RESULTS.md.
 
-    python bench/kv_cache.py [--prompts 48] [--max-tokens 256] [--adapter PATH]
+    python -m bench.experiments.kv_cache [--prompts 48] [--max-tokens 256] [--adapter PATH]
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from engines import bench_tasks, passes, write_job  # bench/engines.py
-from results import record  # bench/results.py (scripts run from bench/)
+from bench.engines import bench_tasks, passes, write_job
+from bench.results import record
 
 TYPES = ("f16", "q8_0")
-WORKER = Path(__file__).with_name("engines.py")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:
@@ -42,9 +42,17 @@ def main() -> None:
         measured = {}
         for kv in TYPES:
             out = Path(scratch) / f"{kv}.json"
-            command = [sys.executable, str(WORKER), "--worker", "llamacpp", "--batch", "8"]
+            command = [
+                sys.executable,
+                "-m",
+                "bench.engines",
+                "--worker",
+                "llamacpp",
+                "--batch",
+                "8",
+            ]
             command += ["--kv", kv, "--job", str(job), "--out", str(out)]
-            subprocess.run(command, check=True)
+            subprocess.run(command, check=True, cwd=ROOT)
             measured[kv] = json.loads(out.read_text())
     lines = [
         "| KV cells | attention | adapter | useful tok/s | cold tok/s | peak RSS MiB "

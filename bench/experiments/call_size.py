@@ -15,7 +15,7 @@ cpu-demo preset's engine (its weights, batch size, sampling temperature and min-
 A-B-C-C-B-A order in one process, and counts the answers that differ between the ways:
 each answer has its own seed, so the llamacpp engine must give the same text in any.
 
-    .venv/bin/python bench/call_size.py [--tasks 16] [--samples 5,8] [--engine-set KEY=VALUE]
+    .venv/bin/python -m bench.experiments.call_size [--tasks 16] [--samples 5,8] [--engine-set KEY=VALUE]
 
 `--samples 5,8`: collect's samples per task, then the guard's confirmation samples.
 Prints a table and appends it to bench/RESULTS.md.
@@ -24,16 +24,11 @@ Prints a table and appends it to bench/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from engines import bench_tasks, cpu_features, llama_build
-from learning import engine_values
-from results import record
-
+from bench.engines import bench_tasks, cpu_features, llama_build
+from bench.learning import engine_values
+from bench.results import record
 from codeloop import recipe
 from codeloop.config import load_preset, with_values
 from codeloop.engines import create

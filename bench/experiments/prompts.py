@@ -10,26 +10,19 @@ and, on v2's failures, whether one correction turn with the public examples'
 feedback fixes them. Every answer is checked in the sandbox against the hidden
 cases. Appends a table to bench/RESULTS.md.
 
-    .venv/bin/python bench/prompts.py [--variants 2] [--languages python,javascript]
+    .venv/bin/python -m bench.experiments.prompts [--variants 2] [--languages python,javascript]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
+from bench.shared import check, dev_tasks
 from codeloop import recipe
-from codeloop.config import EngineConfig, SandboxConfig, SplitFractions, load_preset
+from codeloop.config import EngineConfig, load_preset
 from codeloop.engines import create
-from codeloop.sandbox import check_many
-from codeloop.tasks import checks, curriculum
-from codeloop.tasks.splits import assign_split
 
 V1_SYSTEM = (
     "You are a careful programmer. Answer with one complete program in a single fenced "
@@ -73,33 +66,6 @@ def v2_public(task, _title: str) -> list[dict[str, str]]:
     turns = recipe.messages(task)
     turns[-1] = {**turns[-1], "content": f"{turns[-1]['content']}\n\n{_examples(task)}"}
     return turns
-
-
-def dev_tasks(languages: list[str], variants: int, salt: str, fractions: SplitFractions):
-    """Tier-1 dev-family tasks of the preset's split, with each family's title (for v1)."""
-    tasks = []
-    for family in curriculum.families():
-        name = f"curriculum/{family.name}"
-        if family.tier != 1 or assign_split(name, salt, fractions) != "dev":
-            continue
-        for variant in range(variants):
-            problem = curriculum.render_problem(family, variant, 3407, languages)
-            tasks += [(task, family.title) for task in problem.tasks]
-    return tasks
-
-
-def check(tasks, answers, public: bool = False):
-    requests, where, verdicts = [], [], ["no code block"] * len(tasks)
-    for index, (task, answer) in enumerate(zip(tasks, answers, strict=True)):
-        try:
-            program = recipe.source(answer, task.language)
-        except ValueError:
-            continue
-        requests.append(checks.request(task, program, SandboxConfig(), public=public))
-        where.append(index)
-    for index, result in zip(where, check_many(requests, workers=2), strict=True):
-        verdicts[index] = result
-    return verdicts
 
 
 def main() -> None:

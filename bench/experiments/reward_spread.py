@@ -15,7 +15,7 @@ group without spread, and what format alone earns under each:
     the most any failing sample earned is reported, which must stay below 1.0.
 Appends one entry to bench/RESULTS.md. Runs only sandbox checks (no model).
 
-    .venv/bin/python bench/reward_spread.py --session DIR [--session DIR ...] \
+    .venv/bin/python -m bench.experiments.reward_spread --session DIR [--session DIR ...] \
         [--rounds 1 2 3] [--contract-score 0.1]
 """
 
@@ -23,14 +23,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop import recipe, store
 from codeloop.config import load
 from codeloop.reward import CodeReward

@@ -9,7 +9,7 @@ prompts, languages in turn), checks every answer against the task's hidden tests
 sandbox, and counts answers equal to the Q4_1 file's. The types run in turn, twice in
 A-B-B-A order, so the machine's drift falls on all; each type's rate is over both passes.
 
-    .venv/bin/python bench/weights.py [--prompts 48] [--types file,q8_0,q4_0]
+    .venv/bin/python -m bench.experiments.weights [--prompts 48] [--types file,q8_0,q4_0]
 
 Prints a table and appends it to bench/RESULTS.md.
 """
@@ -18,16 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from engines import bench_tasks, cpu_features, llama_build
-from prompts import check
-from results import record
-
+from bench.engines import bench_tasks, cpu_features, llama_build
+from bench.results import record
+from bench.shared import check
 from codeloop import recipe
 from codeloop.config import BUNDLED_MODEL, EngineConfig, load_preset
 from codeloop.engines.llamacpp import LlamaCppEngine

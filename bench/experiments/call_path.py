@@ -9,7 +9,7 @@ function it is written in, not a stop of its own: Python 3.12 inlines comprehens
 stops in a module the path had already left (a reader going back to a file already read); the fewer, the more a
 module holds one step of the story.
 
-    python bench/call_path.py [--kinds stdio,python,cpp,go] [--against DIR ...]
+    python -m bench.experiments.call_path [--kinds stdio,python,cpp,go] [--against DIR ...]
 
 Prints a table (stops, distinct modules, returns per kind, and which modules the
 returns go back to, most first) and appends it to bench/RESULTS.md. `--against DIR`
@@ -28,12 +28,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import results
-from results import record
-
 import codeloop
+from bench import results
+from bench.results import record
 from codeloop.evaluate import load_humaneval_x
 from codeloop.sandbox import CheckRequest
 

@@ -24,25 +24,21 @@ evaluated greedy, with the inference recipe, on
 tier-1 development tasks (never trained on) and on held-out problems that are no
 curriculum family (bench/devset.py). Appends a table to bench/RESULTS.md.
 
-    .venv/bin/python bench/train_prompt.py --rows sessions/S/round-000004/train.jsonl
+    .venv/bin/python -m bench.experiments.train_prompt --rows sessions/S/round-000004/train.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import devset
-from learning import cells, evaluate, pooled, verdicts
-from prompts import dev_tasks
-from results import record
-
+from bench import devset
+from bench.learning import cells, evaluate, pooled, verdicts
+from bench.results import record
+from bench.shared import dev_tasks
 from codeloop import recipe, store
 from codeloop.config import load_preset
 from codeloop.engines.base import adapter_sha256
@@ -178,7 +174,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None, help="JSON file of scores to reuse")
     args = parser.parse_args()
     if args.rows is None:
-        args.rows = newest_rows(Path(__file__).resolve().parent.parent / "sessions")
+        args.rows = newest_rows(Path(__file__).resolve().parents[2] / "sessions")
         if args.rows is None:
             print("bench/train_prompt.py: skipped: no round with 8+ verified rows under sessions/")
             print("  (run bench/learning.py first, or pass --rows a round's train.jsonl)")
