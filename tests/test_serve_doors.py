@@ -5,18 +5,23 @@
   its run is stopped; the next client's program runs on the freed worker.
 - One client (one peer address) may have `max_per_client` sandbox requests open; one
   more is 429 with `Retry-After`, while another address is served.
+- Bad input is a clear 4xx, never a 5xx: a lone surrogate anywhere in a body is 422 and
+  no log line quotes the body; an input file that cannot be written is 422 naming no
+  host path.
 
 Every request has a timeout, every wait a deadline, every loop a bound.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -164,3 +169,92 @@ def test_the_cap_is_an_option_of_codeloop_serve() -> None:
     shown = CliRunner().invoke(app, ["serve", "--help"], env={"COLUMNS": "200"})
     assert shown.exit_code == 0 and "--max-per-client" in shown.output
     assert Settings().max_per_client == 64
+
+
+# --- bad input: a 4xx, never a 5xx -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    with running(Settings(token=TOKEN, workers=1)) as url:
+        yield url
+
+
+SECRET = "BODY-MARKER-7f3a"
+CASE = '[{"input": "", "output": "1"}]'
+SURROGATE_BODIES = [
+    ("/run_code", f'{{"code": "print(1) # {SECRET} \\ud800"}}', "code"),
+    ("/run_code", f'{{"code": "print(1) # {SECRET}", "stdin": "\\udfff"}}', "stdin"),
+    ("/run_code", f'{{"code": "# {SECRET}", "files": {{"a\\ud800": "eA=="}}}}', "files"),
+    ("/run_code", f'{{"code": "# {SECRET}", "fetch_files": ["\\udc80"]}}', "fetch_files"),
+    (
+        "/v1/check",
+        f'{{"language": "python", "program": "# {SECRET}\\ud800", "cases": {CASE}}}',
+        "program",
+    ),
+    (
+        "/v1/check",
+        f'{{"language": "python", "program": "# {SECRET}", '
+        f'"cases": [{{"input": "\\ud800", "output": "1"}}]}}',
+        "cases",
+    ),
+    (
+        "/v1/check/batch",
+        f'{{"requests": [{{"language": "python", "program": "# {SECRET}\\udbff", "cases": {CASE}}}]}}',
+        "program",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), SURROGATE_BODIES)
+def test_a_lone_surrogate_is_a_422_and_no_log_line_quotes_the_body(
+    base: str, caplog: pytest.LogCaptureFixture, path: str, body: str, field: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    headers = {**AUTH, "content-type": "application/json"}
+    answer = httpx.post(f"{base}{path}", content=body.encode(), headers=headers, timeout=60)
+    assert answer.status_code == 422, answer.text
+    detail = answer.json()["detail"]
+    assert field in detail and "surrogate" in detail
+    assert SECRET not in answer.text
+    logged = "\n".join(logging.Formatter().format(record) for record in caplog.records)
+    assert SECRET not in logged, logged[-2000:]
+    assert "Traceback" not in logged, logged[-2000:]
+    # and the server serves on
+    after = httpx.post(f"{base}/run_code", json={"code": "print(5)"}, headers=AUTH, timeout=60)
+    assert after.status_code == 200 and after.json()["run_result"]["stdout"] == "5\n"
+
+
+X = base64.b64encode(b"x").decode()
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"a": X, "a/b": X},  # a file and a folder at once
+        {"/tmp/d/e": X, "/tmp/d": X},
+        {"n" * 300: X},  # a name past NAME_MAX
+        {"/tmp/" + "m" * 256: X},
+        {"d/" * 2100 + "f": X},  # a path past the host's PATH_MAX once in scratch
+    ],
+    ids=["file-and-folder", "folder-then-file", "long-name", "long-name-in-tmp", "long-path"],
+)
+def test_an_input_file_that_cannot_be_written_is_a_422_naming_no_host_path(
+    base: str, files: dict[str, str]
+) -> None:
+    body = {"code": "print(1)", "files": files}
+    answer = httpx.post(f"{base}/run_code", json=body, headers=AUTH, timeout=60)
+    assert answer.status_code == 422, answer.text[:600]
+    assert "retry-after" not in answer.headers
+    assert "scratch" not in answer.text and "/var/" not in answer.text
+    assert "codeloop" not in answer.json()["detail"]
+
+
+def test_the_longest_name_is_still_written_and_fetched(base: str) -> None:
+    name = "z" * 255
+    code = f"print(open('{name}').read())"
+    body = {"code": code, "files": {name: X, "/tmp/q/" + name: X}, "fetch_files": [name]}
+    answer = httpx.post(f"{base}/run_code", json=body, headers=AUTH, timeout=60)
+    assert answer.status_code == 200, answer.text[:600]
+    found = answer.json()
+    assert found["run_result"]["stdout"] == "x\n" and found["files"] == {name: X}

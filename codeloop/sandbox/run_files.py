@@ -46,6 +46,12 @@ INPUT_FOLDER = "in"
 ROOTS = ("work", "tmp")
 """The run's writable folders an absolute path may name (/work, /tmp), each its own
 subfolder of `in/`."""
+NAME_MAX = 255
+"""Bytes of one name in a path (Linux's NAME_MAX): a longer one can be neither written
+nor fetched."""
+PATH_MAX = 1024
+"""Bytes of a whole path: with the host's scratch folder before it (where input files
+are written first) it stays far within Linux's PATH_MAX (4096)."""
 _SAFE = re.compile(r"[^\x00-\x1f\x7f]+")
 _KILL_WAITS = 20000
 """How many times the shell asks whether any other process of the run is left after
@@ -77,7 +83,17 @@ def check_path(path: str) -> str:
     """`path` as a file of the run: relative to its working folder, or absolute under
     /work or /tmp; no `..`, no control characters. ValueError says why not."""
     if not path or not _SAFE.fullmatch(path):
-        raise ValueError(f"file path {path!r}: empty or holds control characters")
+        raise ValueError(f"file path {_shown(path)}: empty or holds control characters")
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(f"file path {_shown(path)}: not UTF-8 text") from None
+    longest = max(len(part.encode("utf-8")) for part in PurePosixPath(path).parts)
+    if size > PATH_MAX or longest > NAME_MAX:
+        raise ValueError(
+            f"file path {_shown(path)}: {size} bytes, a name of {longest}; the sandbox "
+            f"takes paths of at most {PATH_MAX} bytes, names of at most {NAME_MAX}"
+        )
     root, inside = place(path)
     if ".." in inside.parts or inside == PurePosixPath(".") or root not in ROOTS:
         raise ValueError(
@@ -85,6 +101,27 @@ def check_path(path: str) -> str:
             "/tmp, with no '..'"
         )
     return str(PurePosixPath(path))
+
+
+def _shown(path: str) -> str:
+    """`path` for a message: its start, quoted (an over-long one is not echoed whole)."""
+    return repr(path if len(path) <= 80 else path[:60] + "...")
+
+
+def check_places(paths: list[str]) -> None:
+    """ValueError naming two input files (checked paths) that cannot both be written
+    because one would be a folder of the other (`a` and `a/b`), found before the run
+    rather than by the write, whose error would be the sandbox's and name the host's
+    scratch folder."""
+    files = {place(path): path for path in paths}
+    for (root, inside), path in files.items():
+        for folder in inside.parents:
+            other = files.get((root, folder))
+            if other is not None:
+                raise ValueError(
+                    f"files {_shown(other)} and {_shown(path)}: the first would have to be "
+                    "a file and the folder of the second at once"
+                )
 
 
 def place(path: str) -> tuple[str, PurePosixPath]:
@@ -114,8 +151,12 @@ def write_inputs(box: Path, files: dict[str, str]) -> None:
     for path, content in files.items():
         folder, inside = place(path)
         target = root / folder / inside
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(decode(path, content))
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(decode(path, content))
+        except OSError as error:  # named by its path in the run, never the host's
+            reason = error.strerror or type(error).__name__
+            raise ValueError(f"input file {_shown(path)} cannot be written: {reason}") from None
         target.chmod(0o644)
     for folder in (root, *(p for p in root.rglob("*") if p.is_dir())):
         folder.chmod(0o755)

@@ -198,7 +198,21 @@ async def _invalid(request: Request, error: Exception) -> JSONResponse:
         status = 422
     # Without pydantic's `input`: an answer never echoes the request (its code) back.
     listed = [{key: item[key] for key in ("type", "loc", "msg") if key in item} for item in errors]
-    return JSONResponse({"detail": detail, "errors": jsonable_encoder(listed)}, status_code=status)
+    found = _text({"detail": detail, "errors": jsonable_encoder(listed)})
+    return JSONResponse(found, status_code=status)
+
+
+def _text(value: T) -> T:
+    """`value` with every lone surrogate in its strings written as `\\udXXX`: a message
+    may quote a character of the body (pydantic's do), and one that cannot be encoded
+    as UTF-8 would turn the refusal itself into a 500."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {_text(key): _text(item) for key, item in value.items()}  # type: ignore[return-value]
+    if isinstance(value, list):
+        return [_text(item) for item in value]  # type: ignore[return-value]
+    return value
 
 
 def create_app(settings: Settings) -> Front:

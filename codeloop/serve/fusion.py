@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codeloop.config import SandboxLimits
+from codeloop.sandbox import run_files
 from codeloop.sandbox.languages import LANGUAGES as HOME_LANGUAGES
 from codeloop.sandbox.request import ProgramRun, RunRequest, Step
 from codeloop.serve.limits import (
@@ -42,6 +43,7 @@ from codeloop.serve.limits import (
     Send,
     Settings,
     check_size,
+    check_text,
     send_json,
 )
 from codeloop.serve.metrics import Metrics
@@ -102,6 +104,7 @@ def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
     """The sandbox's request for `body`, within this server's limits; `Refused` (4xx) for
     what it cannot serve. Timeouts and memory above the server's maxima are lowered to
     them; a memory limit of 0 or less (SandboxFusion: none) is the server's default."""
+    check_text(body.model_dump())
     name = body.language or "python"
     language = LANGUAGES.get(name)
     if language is None:
@@ -117,7 +120,7 @@ def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
         memory_mib=min(memory, settings.max_memory_mib),
     )
     try:
-        return RunRequest(
+        wanted = RunRequest(
             language=language,
             program=body.code,
             stdin=body.stdin or "",
@@ -127,8 +130,12 @@ def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
             files={path: content for path, content in body.files.items() if content},
             fetch_files=body.fetch_files,
         )
+        run_files.check_places(list(wanted.files))
     except ValidationError as error:
         raise Refused(422, "; ".join(e["msg"] for e in error.errors())) from None
+    except ValueError as error:  # input files that could not all be written
+        raise Refused(422, str(error)) from None
+    return wanted
 
 
 def command_result(step: Step) -> CommandRunResult:
@@ -219,15 +226,19 @@ class FastRunCode:
             return await receive()
 
         kind = dict(scope["headers"]).get(b"content-type", b"")
+        wanted = None
         try:
-            if kind.split(b";")[0].strip().lower() != b"application/json":
-                raise ValueError("not declared JSON")
-            wanted = run_request(
-                RunCodeRequest.model_validate_json(message.get("body", b"")),
-                self.service.settings,
-            )
+            if kind.split(b";")[0].strip().lower() == b"application/json":
+                wanted = run_request(
+                    RunCodeRequest.model_validate_json(message.get("body", b"")),
+                    self.service.settings,
+                )
         except (ValueError, Refused):  # pydantic's ValidationError is a ValueError
-            await self.app(scope, replay, send)  # FastAPI words the refusal
+            pass
+        if wanted is None:
+            # FastAPI words the refusal, called outside the `except`: an error there must
+            # not carry pydantic's error as its context, whose text quotes the body
+            await self.app(scope, replay, send)
             return
         log = scope.setdefault("state", {}).setdefault("log", {})
         try:
@@ -236,7 +247,10 @@ class FastRunCode:
             await send_json(send, refused.status, {"detail": refused.detail}, RETRY)
             return
         data = found.model_dump_json().encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(data)),
+        ]
         if status != 200:
             headers.append((b"retry-after", b"1"))
         await send({"type": "http.response.start", "status": status, "headers": headers})

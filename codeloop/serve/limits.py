@@ -176,9 +176,36 @@ def too_large(what: str, size: int, limit: int) -> Refused:
 
 
 def check_size(what: str, text: str | None, limit: int) -> None:
-    size = len(text.encode("utf-8")) if text else 0
+    size = len(text.encode("utf-8", "surrogatepass")) if text else 0
     if size > limit:
         raise too_large(what, size, limit)
+
+
+def check_text(value: object, where: str = "body") -> None:
+    """`Refused(422)` naming the field of `value` (parsed JSON: dicts, lists, strings) that
+    holds a lone surrogate. JSON may escape one (`"\\ud800"`) and Python's parser takes it,
+    but it is no Unicode text: it cannot be encoded as UTF-8, so a program, stdin or file
+    name holding one cannot reach the sandbox. Refused here, before any of it is
+    encoded, it is the client's error (422), never a 500 whose traceback quotes the body."""
+    if isinstance(value, str):
+        if value.isascii():
+            return
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            code = ord(value[error.start])
+            raise Refused(
+                422,
+                f"{where}: a lone surrogate (U+{code:04X}, character {error.start}) is not "
+                "Unicode text; send the body as UTF-8 text",
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(key, f"{where}: a key")
+            check_text(item, f"{where}.{key}" if where != "body" else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_text(item, f"{where}.{index}")
 
 
 # --- auth and the body, before any handler ----------------------------------------------

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.config import SandboxLimits
 from codeloop.sandbox.request import Check, CheckRequest
-from codeloop.serve.limits import Refused, Settings, check_size
+from codeloop.serve.limits import Refused, Settings, check_size, check_text
 
 log = logging.getLogger("codeloop.serve")
 
@@ -40,6 +40,7 @@ MAX_WORKDIR_MIB = 1024
 def within_limits(request: CheckRequest, settings: Settings) -> None:
     """`Refused` (413 for sizes, 422 for limits) for a check this server does not take.
     Limits are never lowered: that would change the verdict the client asked for."""
+    check_text(request.model_dump())
     check_size("the program", request.program, settings.max_code_bytes)
     check_size("the test", request.test, settings.max_code_bytes)
     check_size("the prompt", request.prompt, settings.max_code_bytes)
