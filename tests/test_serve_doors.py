@@ -8,6 +8,8 @@
 - Bad input is a clear 4xx, never a 5xx: a lone surrogate anywhere in a body is 422 and
   no log line quotes the body; an input file that cannot be written is 422 naming no
   host path.
+- The limits a `/run_code` ran under, start-up allowance included, come back in the
+  `x-codeloop-limits` header.
 
 Every request has a timeout, every wait a deadline, every loop a bound.
 """
@@ -258,3 +260,41 @@ def test_the_longest_name_is_still_written_and_fetched(base: str) -> None:
     assert answer.status_code == 200, answer.text[:600]
     found = answer.json()
     assert found["run_result"]["stdout"] == "x\n" and found["files"] == {name: X}
+
+
+# --- time limits: what was applied comes back ------------------------------------------
+
+
+def limits_of(answer: httpx.Response) -> dict[str, float]:
+    header = answer.headers["x-codeloop-limits"]
+    return {key: float(value) for key, value in (part.split("=") for part in header.split("; "))}
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-lane", "fastapi-route"])
+def test_the_limits_applied_come_back_with_the_start_up_allowance(fast: bool) -> None:
+    settings = Settings(token=TOKEN, workers=1, fast_run_code=fast)
+    asked = {"run_timeout": 0.1, "compile_timeout": 30, "memory_limit_MB": 512}
+    with running(settings) as url, httpx.Client(headers=AUTH, timeout=120) as client:
+        programs = {
+            "python": ("print(1)", 0.1, 512),
+            "javascript": ("console.log(1)", 0.3, 576),
+            "java": (
+                "public class Main { public static void main(String[] a) { "
+                "System.out.println(1); } }",
+                0.6,
+                768,
+            ),
+        }
+        for language, (code, run_s, memory) in programs.items():
+            answer = client.post(
+                f"{url}/run_code", json={"code": code, "language": language, **asked}
+            )
+            assert answer.status_code == 200, answer.text
+            applied = limits_of(answer)
+            assert applied["run_timeout"] == pytest.approx(run_s), language
+            assert applied["compile_timeout"] == 30
+            assert applied["memory_limit_MB"] == memory
+        lowered = client.post(f"{url}/run_code", json={"code": "print(1)", "run_timeout": 999})
+        assert limits_of(lowered)["run_timeout"] == 60  # the server's maximum
+        none = client.post(f"{url}/run_code", json={"code": "print(1)", "memory_limit_MB": 0})
+        assert limits_of(none)["memory_limit_MB"] == 1024  # the server's default

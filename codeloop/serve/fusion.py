@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -136,6 +136,34 @@ def run_request(body: RunCodeRequest, settings: Settings) -> RunRequest:
     except ValueError as error:  # input files that could not all be written
         raise Refused(422, str(error)) from None
     return wanted
+
+
+APPLIED = "x-codeloop-limits"
+"""The response header that says the limits a `/run_code` ran under (`applied_limits`);
+SandboxFusion's clients read the body only."""
+
+
+def applied_limits(wanted: RunRequest) -> bytes:
+    """What the sandbox applied to `wanted`, as `APPLIED`'s value: `run_timeout` (wall and
+    CPU seconds) and `memory_limit_MB` with the start-up time and memory its runtime is
+    given on top of the asked limit (the JVM: 0.5 s and 256 MiB, node: 0.2 s and 64 MiB;
+    `Language.startup_s`, `memory_overhead_mib`), and `compile_timeout`, each after
+    this server's maxima and default. A client that sends a `run_timeout` of 0.1 s for
+    Java sees here that its program had 0.6 s, where SandboxFusion counts the JVM's
+    start in the limit."""
+    language = HOME_LANGUAGES[wanted.language]
+    limits = wanted.limits or SandboxLimits()
+    run = limits.time_s + language.startup_s
+    memory = limits.memory_mib + language.memory_overhead_mib
+    return b"run_timeout=%s; compile_timeout=%s; memory_limit_MB=%d" % (
+        _seconds(run).encode(),
+        _seconds(limits.compile_time_s).encode(),
+        memory,
+    )
+
+
+def _seconds(value: float) -> str:
+    return f"{round(value, 6):g}"
 
 
 def command_result(step: Step) -> CommandRunResult:
@@ -250,6 +278,7 @@ class FastRunCode:
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", b"%d" % len(data)),
+            (APPLIED.encode(), applied_limits(wanted)),
         ]
         if status != 200:
             headers.append((b"retry-after", b"1"))
@@ -268,12 +297,17 @@ def routes() -> APIRouter:
         return "pong"
 
     @router.post("/run_code", response_model=RunCodeResponse)
-    async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse | JSONResponse:
+    async def run_code(
+        body: RunCodeRequest, request: Request, reply: Response
+    ) -> RunCodeResponse | JSONResponse:
         service = request.app.state.service
         wanted = run_request(body, service.settings)
         status, found = await answer(service, request.state.log, wanted)
+        applied = {APPLIED: applied_limits(wanted).decode()}
         if status != 200:
-            return JSONResponse(found.model_dump(mode="json"), status_code=status, headers=RETRY)
+            headers = {**RETRY, **applied}
+            return JSONResponse(found.model_dump(mode="json"), status_code=status, headers=headers)
+        reply.headers.update(applied)
         return found
 
     return router
