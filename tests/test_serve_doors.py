@@ -298,3 +298,52 @@ def test_the_limits_applied_come_back_with_the_start_up_allowance(fast: bool) ->
         assert limits_of(lowered)["run_timeout"] == 60  # the server's maximum
         none = client.post(f"{url}/run_code", json={"code": "print(1)", "memory_limit_MB": 0})
         assert limits_of(none)["memory_limit_MB"] == 1024  # the server's default
+
+
+# --- a body left unread after an early answer -------------------------------------------
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_a_body_left_unread_after_an_early_413_is_not_counted_as_headers(parser: str) -> None:
+    """The 413 for a declared length goes out before the body is read; the body that
+    then arrives is the old request's, not the next one's headers (it used to be
+    counted as such: past 64 KiB, a 431 and the connection closed)."""
+    settings = Settings(token=TOKEN, workers=1, max_body_bytes=64 * 1024)
+    size = 200 * 1024
+    with running(settings, http=parser) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            head = (
+                f"POST /run_code HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json"
+                f"\r\nauthorization: Bearer {TOKEN}\r\ncontent-length: {size}\r\n\r\n"
+            )
+            conn.sendall(head.encode())
+            first = read_answer(conn)
+            assert first.startswith(b"HTTP/1.1 413"), first[:200]
+            conn.sendall(b"#" * size)  # the refused body, after its answer
+            conn.sendall(f"GET /health HTTP/1.1\r\nhost: {host}\r\n\r\n".encode())
+            second = read_answer(conn)
+            assert second.startswith(b"HTTP/1.1 200"), second[:200]
+
+
+def read_answer(conn: socket.socket) -> bytes:
+    """One HTTP answer (its head and its content-length of body) from `conn`, or what
+    came before the connection closed; bounded by the socket's timeout."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body

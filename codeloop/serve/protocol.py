@@ -53,7 +53,10 @@ class HeaderDeadline:
     def data_received(self, data: bytes) -> None:
         if self.transport.is_closing():
             return
-        counting = self._awaiting_headers
+        # A request answered before its body was read (413 by its declared length) is
+        # complete while its body still arrives: those bytes are its body, discarded by
+        # the parser, not the next request's headers.
+        counting = self._awaiting_headers and not (self.cycle is not None and self.cycle.more_body)
         super().data_received(data)  # type: ignore[misc]
         if counting and self._awaiting_headers and not self.transport.is_closing():
             self._header_bytes += len(data)
