@@ -57,15 +57,15 @@ BENCHES = [
     ),
     Bench(
         "decision_sim",
-        ("--reps", "20", "--inputs", "bench/data/guard-inputs-cpu-demo.json"),
-        60,
-        "P(keep) of the guard's rules (20 reps/point)",
+        ("--reps", "5", "--inputs", "bench/data/guard-inputs-cpu-demo.json"),
+        90,
+        "P(keep) of the guard's rules (5 reps/point)",
     ),
     Bench("gate_looks", ("--reps", "200"), 45, "sequential gate bound, 200 reps"),
     Bench(
         "engines",
         ("--prompts", "2", "--max-tokens", "16", "--merged", "", "--only", "hf:8,llamacpp:8"),
-        150,
+        240,  # it trains its 12-step adapter first
         "hf and llamacpp tokens/s, 2 prompts",
     ),
     Bench("vllm_smoke", (), 20, "vLLM on a GPU (skips itself without one)"),
