@@ -89,6 +89,15 @@ ASYNC_WORKERS = typer.Option(
 )
 
 
+MAX_PER_CLIENT = typer.Option(
+    64,
+    "--max-per-client",
+    min=0,
+    help="Sandbox requests one client (peer address) may have waiting or running; "
+    "more get HTTP 429 (0: no cap). Keep it at or above verl's max_concurrent.",
+)
+
+
 def serve(
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to listen on (loopback unless you say otherwise)."
@@ -122,13 +131,7 @@ def serve(
     max_waiting: int = typer.Option(
         64, "--max-waiting", min=0, help="Requests that may wait for a slot; more get HTTP 504."
     ),
-    max_per_client: int = typer.Option(
-        64,
-        "--max-per-client",
-        min=0,
-        help="Sandbox requests one client (peer address) may have waiting or running; "
-        "more get HTTP 429 (0: no cap). Keep it at or above verl's max_concurrent.",
-    ),
+    max_per_client: int = MAX_PER_CLIENT,
     queue_timeout: float = typer.Option(
         30.0, "--queue-timeout", min=0.001, help="Seconds a request may wait; then HTTP 504."
     ),
