@@ -8,21 +8,16 @@ codeloop/presets/cpu-demo.gate-profile.json. Each rate drives the project's own
 decision code (`codeloop/evaluate/operating.py`, `guard.gate_verdict`). Then, at the
 chosen bound, P(promising) at +5 and +10 points and the samples per side it spends.
 
-    .venv/bin/python bench/gate_looks.py [--reps 2000]
+    .venv/bin/python -m bench.gate_looks [--reps 2000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results import record
-
+from bench.results import record
 from codeloop.config import load_preset, validate
 from codeloop.evaluate import operating
 

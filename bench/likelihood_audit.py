@@ -16,7 +16,7 @@ and the margin the preregistered rule picks. Writes bench/data/likelihood-design
 (the per-task changes, for `codeloop guard rates`) and appends its table to
 bench/RESULTS.md.
 
-    .venv/bin/python bench/likelihood_audit.py --session DIR [--seed 3407]
+    .venv/bin/python -m bench.likelihood_audit --session DIR [--seed 3407]
         [--doses 0,50,100] [--lr 1e-3] [--own-lr 1e-4]
 """
 
@@ -24,19 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import decisions
-import doses
-from results import commit, record
-
+from bench import decisions, doses
+from bench.results import commit, record
 from codeloop.config import AuditConfig, load_preset
 from codeloop.evaluate import guard, likelihood
 from codeloop.evaluate.suites import suite_tasks
