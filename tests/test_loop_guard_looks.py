@@ -182,3 +182,19 @@ def test_scores_of_the_same_weights_are_reused_not_computed_again(session: Path)
     run_phase(session, 1, "audit-parent")
     again = store.read(folder / "audit-parent" / LIKELIHOOD)
     assert {row["mean_logprob"] for row in again["scores"]} == {-7.25}
+
+
+def test_verify_rechecks_every_look_of_a_sequential_gate(session: Path) -> None:
+    """`verify --recheck` re-runs each look's samples from its saved answers: a look whose
+    verdicts have no answer behind them (written by hand here, as a forger would) fails
+    by name, with the sample index the look continues from."""
+    from codeloop.loop.verify import verify_session
+
+    _forget(session, "gate", "audit-parent", "audit-candidate", "finish")
+    _configure(session, "gate", futility_z=-1.0, **SEQUENTIAL)
+    _look(session, 2, [True, False], [True, False])
+    _look(session, 4, [False, False], [True, True])
+    run_phase(session, 1, "gate")
+    failed = [f.detail for f in verify_session(session, recheck=True) if not f.ok]
+    assert any("gate-confirm-look-4" in d and "sample 3" in d for d in failed), failed
+    assert any("gate-confirm-look-2" in d and "sample 1" in d for d in failed), failed

@@ -624,6 +624,17 @@ def _gather(
             _rows(evidence, number, folder, f"{phase}-rows.json", tasks)
     if _ran(result["gate"]):
         _samples(evidence, number, folder, GATE, tasks)
+        # a sequential gate's looks: each folder holds the samples from the previous look's
+        # count on (their seeds and attempt keys continue: confirm-K and up)
+        looks = sorted(
+            (int(path.name.removeprefix(f"{GATE}-look-")), path.name)
+            for path in folder.glob(f"{GATE}-look-*")
+            if path.name.removeprefix(f"{GATE}-look-").isdigit()
+        )
+        first = 0
+        for samples, name in looks:
+            _samples(evidence, number, folder, name, tasks, first)
+            first = samples
     audited = [phase for phase in ("audit-parent", "audit-candidate") if _ran(result[phase])]
     if not audited and not (folder / AUDIT).exists():
         return
@@ -665,10 +676,16 @@ def _rows(
 
 
 def _samples(
-    evidence: _Evidence, number: int, folder: Path, name: str, tasks: dict[str, Task]
+    evidence: _Evidence,
+    number: int,
+    folder: Path,
+    name: str,
+    tasks: dict[str, Task],
+    first: int = 0,
 ) -> None:
     """A confirmation's sample verdicts (`passes`, per task and side), each re-run from the
-    answer its attempt file saved (`confirm-I`, as `confirm._Sampler` asked it)."""
+    answer its attempt file saved (`confirm-I`, as `confirm._Sampler` asked it; a look of a
+    sequential gate holds samples `first` and up)."""
     from codeloop.loop.confirm import SIDES
 
     for side in SIDES:
@@ -687,7 +704,7 @@ def _samples(
             if task is None:
                 evidence.fail(number, file, f"{row.get('id')}: not one of the round's valid tasks")
                 continue
-            for index, recorded in enumerate(row.get("passes", [])):
+            for index, recorded in enumerate(row.get("passes", []), first):
                 label = f"{task.id} sample {index}"
                 answer = attempts.get(task.id, {}).get(f"confirm-{index}")
                 if not isinstance(answer, str):
