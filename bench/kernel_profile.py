@@ -37,6 +37,8 @@ def group_of(library: str, symbol: str) -> str:
     products = ("ggml_vec_dot_", "ggml_gemm_", "ggml_gemv_", "ggml_compute_forward_mul_mat")
     if symbol.startswith((*products, "llamafile_sgemm")) or "tinyBLAS" in symbol:
         return "matrix products"
+    if "tinygemm_kernel_amx" in symbol:  # ggml's AMX kernels, on CPUs that have AMX
+        return "matrix products"
     if "flash_attn" in symbol:
         return "attention"
     if symbol.startswith(("quantize_row_", "dequantize_row_")):
@@ -50,6 +52,11 @@ def kernel_name(symbol: str) -> str:
     """A short name for a matrix-product kernel: the dot product's types, or sgemm."""
     if "tinyBLAS" in symbol or symbol.startswith("llamafile_sgemm"):
         return "sgemm"
+    amx = re.search(r"tinygemm_kernel_amx<[^,]*,\s*block_(\w+)", symbol)
+    if amx:  # named by the weights' type: tinygemm_kernel_amx<block_q8_1, block_q4_1, ...>
+        return f"amx_{amx[1]}"
+    if "tinygemm_kernel_amx" in symbol:
+        return "amx"
     if symbol.startswith("ggml_compute_forward_mul_mat"):
         return "mul_mat loop"
     return symbol.removeprefix("ggml_")
