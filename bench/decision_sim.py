@@ -41,7 +41,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from math import sqrt
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,7 @@ from bench.results import record
 from codeloop.config import AuditConfig, GateConfig
 from codeloop.evaluate import guard
 from codeloop.evaluate.compare import compare
+from codeloop.evaluate.operating import wilson
 
 GPU_AUDIT_TASKS = 984 + 64
 """HumanEval-X (164 problems x 6 languages) plus the gpu preset's curriculum-test (64)."""
@@ -210,16 +210,6 @@ def decide_once(
     else:
         kept, _reasons, _evidence = guard.gate_verdict(rule, comparison, sides, ids)
     return kept, 2 * len(ids) + 2 * rule.confirm_samples * len(wanted)
-
-
-def wilson(kept: int, n: int) -> tuple[float, float]:
-    """95% Wilson interval of a simulated rate."""
-    if not n:
-        return 0.0, 1.0
-    z, rate = 1.96, kept / n
-    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def oc_point(

@@ -65,11 +65,22 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _draws(p: np.ndarray, q: np.ndarray, k: int, rho: float, rng: np.random.Generator):
+def _sides(
+    profile: dict[str, Any], points: float, k: int, rng: np.random.Generator, ids: list[str]
+) -> dict[str, dict[str, list[bool]]]:
+    """One simulated decision's samples: per task, the parent's p from the profile's Beta,
+    the candidate's q = p + points, and k paired draws per side of which a share rho are
+    one shared draw (the same text under the same seed)."""
+    p = rng.beta(profile["a"], profile["b"], len(ids))
+    q = np.clip(p + points / 100, 0, 1)
     u = rng.random((len(p), k))
     own = rng.random((len(p), k))
-    shared = rng.random((len(p), k)) < rho
-    return u < p[:, None], np.where(shared, u, own) < q[:, None]
+    shared = rng.random((len(p), k)) < profile["rho"]
+    parent, candidate = u < p[:, None], np.where(shared, u, own) < q[:, None]
+    return {
+        "parent": {i: row.tolist() for i, row in zip(ids, parent, strict=True)},
+        "candidate": {i: row.tolist() for i, row in zip(ids, candidate, strict=True)},
+    }
 
 
 def gate_rate(
@@ -83,13 +94,7 @@ def gate_rate(
     looks = rule.looks or [rule.confirm_samples]
     hits = spent = 0
     for _ in range(reps):
-        p = rng.beta(profile["a"], profile["b"], len(ids))
-        q = np.clip(p + points / 100, 0, 1)
-        parent, candidate = _draws(p, q, rule.confirm_samples, profile["rho"], rng)
-        sides = {
-            "parent": {i: row.tolist() for i, row in zip(ids, parent, strict=True)},
-            "candidate": {i: row.tolist() for i, row in zip(ids, candidate, strict=True)},
-        }
+        sides = _sides(profile, points, rule.confirm_samples, rng, ids)
         promising, _reasons, evidence = guard.gate_verdict(rule, {}, sides, ids)
         hits += promising
         spent += (evidence or {}).get("samples", looks[-1])
@@ -106,13 +111,7 @@ def audit_rate(
     ids = [f"t{i}" for i in range(profile["tasks"])]
     kept = 0
     for _ in range(reps):
-        p = rng.beta(profile["a"], profile["b"], len(ids))
-        q = np.clip(p + points / 100, 0, 1)
-        parent, candidate = _draws(p, q, rule.confirm_samples, profile["rho"], rng)
-        sides = {
-            "parent": {i: row.tolist() for i, row in zip(ids, parent, strict=True)},
-            "candidate": {i: row.tolist() for i, row in zip(ids, candidate, strict=True)},
-        }
+        sides = _sides(profile, points, rule.confirm_samples, rng, ids)
         kept += guard.audit_verdict(rule, {"lost_ids": []}, sides, ids)[0]
     return kept
 
