@@ -274,13 +274,10 @@ def gate_verdict(
 
 
 def gate_samples_needed(rule: GateConfig, sides: dict[str, Passes], ids: list[str]) -> int:
-    """How many samples per side and task the gate needs before it can decide: 0 once the
-    saved ones decide it (a sequential gate stopped, or the single look is complete)."""
-    if rule.rule != "paired":
-        return 0
+    """How many samples per side and task a sequential gate needs before it can decide: 0
+    once the saved looks decide it (a gate without looks asks all its samples at once)."""
     if not rule.looks:
-        have = min((len(sides[side].get(i, [])) for side in sides for i in ids), default=0)
-        return 0 if have >= rule.confirm_samples else rule.confirm_samples
+        return 0
     outcome, needed, _evidence = _walk_looks(rule, sides, ids)
     return 0 if outcome is not None else needed
 
