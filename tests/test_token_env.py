@@ -25,7 +25,16 @@ PROBE = "print(open('/proc/self/environ', 'rb').read().decode())\n"
 
 
 def _environ(pid: int) -> str:
-    return Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
+    """The process's environment, once its exec has finished (read too early, during the
+    exec, /proc gives an empty one: the test then failed 1 run in 3); at most 5 s."""
+    import time
+
+    deadline = time.monotonic() + 5.0
+    while True:
+        text = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace")
+        if text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.02)
 
 
 def test_the_token_is_one_of_the_secrets_workers_never_get() -> None:
