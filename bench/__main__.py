@@ -61,7 +61,7 @@ BENCHES = [
         90,
         "P(keep) of the guard's rules (5 reps/point)",
     ),
-    Bench("gate_looks", ("--reps", "200"), 45, "sequential gate bound, 200 reps"),
+    Bench("gate_looks", ("--reps", "200"), 45, "sequential gate design, 200 reps"),
     Bench(
         "engines",
         ("--prompts", "2", "--max-tokens", "16", "--merged", "", "--only", "hf:8,llamacpp:8"),
@@ -73,7 +73,8 @@ BENCHES = [
     Bench("learning", ("--help",), 15, "imports only (a round: 20-30 min)"),
     Bench("decisions", ("--help",), 15, "imports only (a candidate: 10-20 min)"),
     Bench("doses", ("--help",), 15, "imports only (a candidate: 10-20 min)"),
-    Bench("likelihood_audit", ("--help",), 15, "imports only (hours)"),
+    Bench("likelihood_audit", ("--help",), 15, "imports only (about 25 min)"),
+    Bench("likelihood_validation", ("--help",), 15, "imports only (about 45 min)"),
     Bench("guard_inputs", ("--help",), 15, "imports only (needs a finished round)"),
 ]
 
