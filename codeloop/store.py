@@ -225,7 +225,7 @@ def batch_name(number: int) -> str:
 
 
 class SessionPaths:
-    """Where every file of a session lives (docs/ARCHITECTURE.md)."""
+    """Where every file of a session lives (docs/INTERNALS.md, store.py)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

@@ -158,7 +158,7 @@ class Check(BaseModel):
         return self.status == "passed"
 
     def summary(self) -> dict:
-        """One line of `codeloop check --batch`'s output (docs/ARCHITECTURE.md)."""
+        """One line of `codeloop check --batch`'s output."""
         return {
             "status": self.status,
             "passed": self.passed,

@@ -103,7 +103,7 @@ def task_id(**content: Any) -> str:
 
 
 class Task(Model):
-    """One problem in one language (docs/ARCHITECTURE.md describes the fields).
+    """One problem in one language (each field says what it holds).
 
     `split` is None until the pool assigns it from the family (see `splits.py`).
     `references` are solutions the pool runs to prove the tests are right; they
