@@ -35,7 +35,7 @@ from codeloop.sandbox.languages.cpp import box as cppbox
 from codeloop.sandbox.languages.go import box as gobox
 from codeloop.sandbox.languages.go import library as go_library
 from codeloop.sandbox.languages.go.source import go_split_imports, go_test_file
-from codeloop.sandbox.languages.java import javac
+from codeloop.sandbox.languages.java import javac, libraries
 from codeloop.sandbox.languages.java.javac import _javac_steps
 from codeloop.sandbox.languages.rust.crates import uses_rand_07_api
 
@@ -361,7 +361,8 @@ def test_java_without_the_batch_compiler_runs_one_javac_per_half(
     first, second = steps.argv[2].split(" && ")
     for command, side in ((first, "a"), (second, "b")):
         assert command.startswith("/usr/bin/javac -J")
-        assert f"-proc:none -classpath /box -d /box/{side} /box/{side}/M.java" in command
+        class_path = libraries.class_path("/box")
+        assert f"-proc:none -classpath {class_path} -d /box/{side} /box/{side}/M.java" in command
 
 
 @pytest.mark.parametrize("language", ["cpp", "rust"])

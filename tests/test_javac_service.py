@@ -223,7 +223,15 @@ def test_requests_follow_the_one_shot_command() -> None:
         "/box/Main.java",
     ]
     assert javac_service.groups_of(["/bin/sh", "-c", "javac A && javac B"], jar) is None
-    assert javac_service.groups_of([*plain, "-classpath", "/elsewhere"], jar) is None
+    # A class path the command names is its own (the registry's: the box and the jars).
+    assert javac_service.groups_of([*plain, "-classpath", "/box:/lib.jar"], jar) == [
+        "-proc:none",
+        "-d",
+        "/box",
+        "/box/Main.java",
+        "-classpath",
+        "/box:/lib.jar",
+    ]
 
 
 CONCAT = (

@@ -225,7 +225,7 @@ def test_every_language_mount_is_read_only_in_every_sandbox(tmp_path: Path) -> N
     )
     args = harness.bind_args(tmp_path, False, limits, [], {}, "/")
     triples = list(zip(args, args[1:], args[2:], strict=False))
-    mounts = [path for h in HOMES for path in h.language.mounts if os.path.exists(path)]
-    for path in mounts:
-        assert ("--ro-bind", path, path) in triples
-        assert ("--bind", path, path) not in triples
+    pairs = [(m, m) if isinstance(m, str) else m for h in HOMES for m in h.language.mounts]
+    for source, target in [(source, target) for source, target in pairs if os.path.exists(source)]:
+        assert ("--ro-bind", source, target) in triples
+        assert ("--bind", source, target) not in triples

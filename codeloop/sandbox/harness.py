@@ -82,8 +82,9 @@ _SYSTEM_RO = (
     "/etc/ssl/certs",
 )
 """Host folders every sandbox sees read-only (where they exist), with `_shared`."""
-_shared: tuple[str, ...] = ()
-"""The languages' own folders outside /usr (`Language.mounts`), `share_read_only`'s."""
+_shared: tuple[tuple[str, str], ...] = ()
+"""The languages' own folders outside /usr (`Language.mounts`), `share_read_only`'s:
+(host path, path in the box)."""
 _MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _MIB = 1 << 20
 
@@ -150,15 +151,19 @@ CPU, so it cannot slow other workers' programs into timeouts (compiles are trust
 tools and keep every CPU)."""
 
 
-def share_read_only(paths: Sequence[str]) -> None:
-    """Let every sandbox see `paths` read-only (where they exist), as the system folders.
+def share_read_only(paths: Sequence[str | tuple[str, str]]) -> None:
+    """Let every sandbox see `paths` read-only (where they exist), as the system folders:
+    a path at the same path in the box, a (host, box) pair at its box path.
 
     The registry calls it with every language's `Language.mounts`, so that the harness
     never names a toolchain: a runtime's configuration outside /usr (the JVM's) is
     needed wherever that runtime starts, including sandboxes no check of its language
-    set up (a compile service, one-time builds, the tests' own runs)."""
+    set up (a compile service, one-time builds, the tests' own runs). A pair lets a
+    configurable host folder appear where the box's code looks for it (the optional
+    scientific Python runtime)."""
     global _shared
-    _shared = tuple(dict.fromkeys([*_shared, *paths]))
+    pairs = [(path, path) if isinstance(path, str) else path for path in paths]
+    _shared = tuple(dict.fromkeys([*_shared, *pairs]))
 
 
 def bind_args(
@@ -181,9 +186,9 @@ def bind_args(
         "ALL",
         "--clearenv",
     ]
-    for path in (*_SYSTEM_RO, *_shared):
-        if os.path.exists(path):
-            args += ["--ro-bind", path, path]
+    for source, target in (*((path, path) for path in _SYSTEM_RO), *_shared):
+        if os.path.exists(source):
+            args += ["--ro-bind", source, target]
     for path in _MERGED_USR:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]

@@ -41,6 +41,12 @@ CompileSetup = Callable[
 `Language` (Go's shared build cache, C++'s precompiled headers)."""
 
 
+FailureNote = Callable[[str], str]
+"""`(what a failed run wrote on stderr, or a check's feedback) -> note`: what a service's
+answer adds beside the unchanged verdict when the failure names something this machine
+lacks ('' for nothing): Python's optional scientific runtime, `make science`."""
+
+
 class CompileService(Protocol):
     """A worker's long-lived compiler for one language (Java's javac JVM): the same
     compile as the one-shot command, without paying the compiler's start each time."""
@@ -126,6 +132,8 @@ class Home:
     """A worker's long-lived compiler (None: every compile starts its own)."""
     warm_runner: WarmRunnerFactory | None = None
     """A worker's warm sandbox for function tests (None: every check starts cold)."""
+    failure_note: FailureNote | None = None
+    """A note for the answer of a failed run or check (None: never one)."""
 
     @property
     def folder(self) -> Path:

@@ -22,7 +22,14 @@ BOX = "/box"
 """Where the program's folder appears inside the sandbox (read-only while it runs)."""
 
 NODE_MODULES = "/usr/lib/node_modules"
-"""Debian's node modules (JavaScript's and TypeScript's libraries and types)."""
+"""npm's global modules (JavaScript's and TypeScript's libraries and types: the
+TypeScript compiler, @types/node, js-md5)."""
+
+DEBIAN_NODE_MODULES = "/usr/share/nodejs"
+"""Debian's node modules (`node-lodash`: lodash and its types, for MBXP's tests)."""
+
+NODE_PATH = f"{NODE_MODULES}:{DEBIAN_NODE_MODULES}"
+"""Where a program's `require` looks past its own folder: npm's modules first."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +83,10 @@ class Language:
     """Compile flags a debug build leaves out (Rust's `-O`: overflow checks stay on)."""
     debug_run_with: tuple[str, ...] = ()
     """Run flags a debug build adds after the runtime's path (Java's `-ea`: asserts on)."""
-    mounts: tuple[str, ...] = ()
+    mounts: tuple[str | tuple[str, str], ...] = ()
     """Host folders outside /usr the toolchain reads (Java's /etc/java-17-openjdk, the
-    JVM's configuration). Every sandbox binds them read-only where they exist, as it
+    JVM's configuration), or (host folder, path in the box) pairs (Python's optional
+    scientific runtime). Every sandbox binds them read-only where they exist, as it
     does the system folders (`harness.share_read_only`, called by the registry): the
     toolchain also runs in sandboxes no check of its language asked for (a compile
     service, one-time builds)."""

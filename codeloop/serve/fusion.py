@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from codeloop.config import SandboxLimits
 from codeloop.sandbox import run_files
 from codeloop.sandbox.languages import LANGUAGES as HOME_LANGUAGES
+from codeloop.sandbox.languages import home
 from codeloop.sandbox.request import ProgramRun, RunRequest, Step
 from codeloop.serve.limits import (
     ASGIApp,
@@ -216,6 +217,11 @@ async def answer(service: Service, log: dict, wanted: RunRequest) -> tuple[int, 
     answer, counted in the metrics and put on the access line (`log`)."""
     log["language"] = wanted.language
     found = response(await service.run_program(log, wanted))
+    note = home(wanted.language).failure_note
+    if note is not None and found.status == "Failed" and found.run_result is not None:
+        # what the run missed on this machine, as its home words it (Python's numpy and
+        # the rest are an extra: `make science`); the status and output stay as they are
+        found.message = note(found.run_result.stderr or "")
     service.metrics.verdict("/run_code", found.status, found.status == "SandboxError")
     log["outcome"] = found.status
     if found.status == "SandboxError":

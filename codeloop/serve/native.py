@@ -27,6 +27,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.config import SandboxLimits
+from codeloop.sandbox.languages import HOMES
 from codeloop.sandbox.request import Check, CheckRequest
 from codeloop.serve.limits import Refused, Settings, check_size, check_text
 
@@ -81,8 +82,20 @@ class CheckBatch(BaseModel):
     requests: list[CheckRequest] = Field(min_length=1)
 
 
-def _answer(verdict: Check) -> dict[str, Any]:
-    return {**verdict.model_dump(mode="json"), "passed": verdict.passed}
+NOTES = {home.language.name: home.failure_note for home in HOMES if home.failure_note}
+"""Each language's note for a failed check (`Home.failure_note`)."""
+
+
+def _answer(verdict: Check, language: str) -> dict[str, Any]:
+    """The check as JSON, with `passed`, and a `message` where the failure names what this
+    server lacks, as the language's home words it (Python's optional scientific runtime:
+    `make science`); the verdict itself is the sandbox's, unchanged."""
+    answer = {**verdict.model_dump(mode="json"), "passed": verdict.passed}
+    note = NOTES.get(language)
+    message = note(verdict.feedback) if note is not None and not verdict.passed else ""
+    if message:
+        answer["message"] = message
+    return answer
 
 
 def batch_within_limits(body: CheckBatch, settings: Settings) -> None:
@@ -110,7 +123,7 @@ async def _batch_lines(service: Any, requests: list[CheckRequest]) -> AsyncItera
                 verdict = await service.check(None, wanted)
             environment = verdict.status == "environment_error"
             service.metrics.verdict("/v1/check/batch", verdict.status, environment)
-            line = {"index": index, **_answer(verdict)}
+            line = {"index": index, **_answer(verdict, wanted.language)}
         except Refused as refused:
             line = {"index": index, "error": {"status": refused.status, "detail": refused.detail}}
         except Exception as error:  # a bug, not the program's fault: never a verdict
@@ -140,7 +153,7 @@ def routes() -> APIRouter:
         environment = verdict.status == "environment_error"
         service.metrics.verdict("/v1/check", verdict.status, environment)
         request.state.log.update(outcome=verdict.status)
-        return _answer(verdict)
+        return _answer(verdict, body.language)
 
     @router.post("/v1/check/batch")
     async def check_batch(body: CheckBatch, request: Request) -> StreamingResponse:

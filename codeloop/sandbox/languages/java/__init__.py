@@ -14,6 +14,7 @@ from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, BRACED_FUNCTION, HumanEvalX, Language
 from codeloop.sandbox.languages.java import box, javac_service
 from codeloop.sandbox.languages.java.javac import _javac_steps
+from codeloop.sandbox.languages.java.libraries import class_path
 from codeloop.sandbox.languages.java.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
     PIPES,
@@ -49,9 +50,12 @@ LANGUAGE = Language(
         # invokedynamic whose bootstrap every JVM start pays for: a HumanEval-X
         # check's two JVMs ran about a quarter faster. The strings are the same.
         "-XDstringConcat=inline",
+        # The program's folder, as javac's default, and the libraries (`libraries`).
+        "-classpath",
+        class_path("{box}"),
         "{box}/Main.java",
     ),
-    run=("/usr/bin/java", *_JVM_FAST, "-Xss64m", "-Xmx{mem}m", "-cp", "{box}", "Main"),
+    run=("/usr/bin/java", *_JVM_FAST, "-Xss64m", "-Xmx{mem}m", "-cp", class_path("{box}"), "Main"),
     version=("/usr/bin/javac", "-version"),
     tools=("/usr/bin/javac", "/usr/bin/java"),
     install="apt-get install default-jdk-headless",
@@ -91,8 +95,16 @@ def compose_test(
                 files={"drv/Main.java": box.driver_source(context.prompt, test, sig).encode()},
                 compile=driver.argv,
             ),
-            run=[java[0], "-ea", *java[1:], "-cp", f"{BOX}/drv", "CodeloopDriver", *PIPES],
-            partner=[*java, "-cp", f"{BOX}/srv", "CodeloopServer", *PIPES],
+            run=[
+                java[0],
+                "-ea",
+                *java[1:],
+                "-cp",
+                class_path(f"{BOX}/drv"),
+                "CodeloopDriver",
+                *PIPES,
+            ],
+            partner=[*java, "-cp", class_path(f"{BOX}/srv"), "CodeloopServer", *PIPES],
             solution_files=("srv",),
             env=dict(language.env),
             binds=steps.binds,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from codeloop.sandbox.language import BOX, Language, version_of
 from codeloop.sandbox.languages.java import box
+from codeloop.sandbox.languages.java.libraries import class_path
 from codeloop.sandbox.testbuild import (
     BuildHost,
     build_once,
@@ -70,10 +71,15 @@ def _javac_steps(sandbox: BuildHost, language: Language, sources: list[str]) -> 
     runs, whatever the source says.
     """
     assert language.compile is not None
-    options = [part for part in language.compile[1:] if not part.startswith(("-J", "{box}", "-d"))]
+    # Without its JVM flags, output folder, class path and source: each half has its own.
+    options = [
+        part
+        for part in language.compile[1:]
+        if not part.startswith(("-J", "{box}", "-d", "-classpath"))
+    ]
     # javac's own default class path is the working folder (the box); in one JVM it
-    # would be the JVM's (our jar), so it is given.
-    options += ["-proc:none", "-classpath", BOX]
+    # would be the JVM's (our jar), so it is given, with the libraries (`libraries`).
+    options += ["-proc:none", "-classpath", class_path(BOX)]
     groups = [
         [*options, "-d", f"{BOX}/{Path(source).parent}", f"{BOX}/{source}"] for source in sources
     ]

@@ -63,14 +63,18 @@ def groups_of(argv: list[str], jar: str) -> list[str] | None:
 
     Two forms: the batch compiler (`java ... -cp JAR CodeloopJavac GROUPS`) and plain
     javac (`javac -J... OPTIONS FILES`), which gets the options the batch compiler adds
-    for the same meaning in a shared JVM: `-proc:none` and the class path javac would
-    default to in a one-shot compile (its working folder, /box).
+    for the same meaning in a shared JVM: `-proc:none` and, where the command names
+    none, the class path javac would default to in a one-shot compile (its working
+    folder, /box). A class path the command names (the registry's: the box and the
+    libraries) is kept: it means the same in the service's sandbox, which sees /usr.
     """
     if SERVICE_CLASS in argv and jar in argv:
         return argv[argv.index(SERVICE_CLASS) + 1 :]
-    if Path(argv[0]).name == "javac" and "-classpath" not in argv and "-cp" not in argv:
+    if Path(argv[0]).name == "javac":
         options = [arg for arg in argv[1:] if not arg.startswith("-J")]
-        return ["-proc:none", "-classpath", BOX, *options]
+        if "-classpath" not in options and "-cp" not in options:
+            options = ["-classpath", BOX, *options]
+        return ["-proc:none", *options]
     return None
 
 

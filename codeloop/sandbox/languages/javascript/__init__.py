@@ -8,7 +8,7 @@ import json
 import re
 
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import BOX, NODE_MODULES, HumanEvalX, Language
+from codeloop.sandbox.language import BOX, NODE_PATH, HumanEvalX, Language
 from codeloop.sandbox.languages.javascript import box
 from codeloop.sandbox.languages.javascript.trivial import trivial_programs
 from codeloop.sandbox.testbuild import (
@@ -28,7 +28,8 @@ LANGUAGE = Language(
     version=("/usr/bin/node", "--version"),
     tools=("/usr/bin/node",),
     install="apt-get install nodejs",
-    env={"NODE_PATH": NODE_MODULES},
+    # npm's modules and Debian's (lodash: MBXP's tests `require` it).
+    env={"NODE_PATH": NODE_PATH},
     address_space=False,
     virtual_overhead_mib=1024,
     processes=32,

@@ -11,7 +11,7 @@ from typing import Any
 from codeloop.sandbox import harness
 from codeloop.sandbox.home import Home
 from codeloop.sandbox.language import BOX, Composed, HumanEvalX, Language
-from codeloop.sandbox.languages.python import box, warm
+from codeloop.sandbox.languages.python import box, science, warm
 from codeloop.sandbox.languages.python.trivial import trivial_programs
 from codeloop.sandbox.testbuild import PIPES, BuildHost, TestBuild, TestContext, make_nonce, vacuous
 
@@ -23,9 +23,13 @@ LANGUAGE = Language(
     version=("/usr/bin/python3", "--version"),
     tools=("/usr/bin/python3",),
     install="apt-get install python3",
-    out_of_memory=("MemoryError",),
+    # The second: a native module (numpy's, `make science`) whose mapping the run's
+    # address-space limit refused, which Python reports as an ImportError.
+    out_of_memory=("MemoryError", "failed to map segment from shared object"),
     compile_error=("SyntaxError:", "IndentationError:", "TabError:"),
     compile_error_without=("Traceback (most recent call last)",),
+    # The optional scientific runtime (`make science`), read-only in every sandbox.
+    mounts=(science.mount(),),
 )
 
 
@@ -124,4 +128,5 @@ HOME = Home(
     compose_test=compose_test,
     trivial_programs=trivial_programs,
     warm_runner=_warm_runner,
+    failure_note=science.missing_note,
 )

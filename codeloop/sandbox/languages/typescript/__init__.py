@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codeloop.sandbox.home import Home
-from codeloop.sandbox.language import NODE_MODULES, Language
+from codeloop.sandbox.language import DEBIAN_NODE_MODULES, NODE_MODULES, NODE_PATH, Language
 
 LANGUAGE = Language(
     aliases=("ts",),
@@ -18,8 +18,10 @@ LANGUAGE = Language(
         "commonjs",
         "--types",
         "node",
+        # Where tsc finds types: @types/node, and Debian's @types/lodash, by which an
+        # `import ... from "lodash"` resolves (only node's are global: `--types`).
         "--typeRoots",
-        f"{NODE_MODULES}/@types",
+        f"{NODE_MODULES}/@types,{DEBIAN_NODE_MODULES}/@types",
         "--strict",
         "false",
         "--skipLibCheck",
@@ -33,7 +35,7 @@ LANGUAGE = Language(
     version=("/usr/bin/tsc", "--version"),
     tools=("/usr/bin/node", "/usr/bin/tsc", f"{NODE_MODULES}/@types/node"),
     install="apt-get install nodejs npm && npm install -g typescript@7 @types/node@20",
-    env={"NODE_PATH": NODE_MODULES},
+    env={"NODE_PATH": NODE_PATH},  # as JavaScript's: lodash is `require`d at run time
     address_space=False,
     virtual_overhead_mib=1024,
     processes=32,

@@ -211,6 +211,9 @@ def main(forked=False, pipes=None):
     solution = _Solution() if forked else _Solution(pipes)
     setup = json.loads(sys.stdin.readline())
     sys.stdin.close()
+    # A test may import the optional scientific runtime too (`_codeloop_script.run`).
+    sys.path.append(f"/opt/codeloop-science/python{sys.version_info[0]}.{sys.version_info[1]}")
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     try:
         ready = solution.receive()
         names = ready.get("ready")

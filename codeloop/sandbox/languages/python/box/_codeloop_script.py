@@ -16,6 +16,7 @@ program that rebinds builtins or module attributes does not change how it ends.
 The text holds no curly brackets: the language's argv templates are `str.format`ted.
 """
 
+import os
 import sys
 
 
@@ -25,6 +26,12 @@ def run(path, source=None):
     modules, system_exit, base_exception = sys.modules, SystemExit, BaseException
     fallback = sys.__excepthook__
     sys.path[0] = path.rpartition("/")[0]  # before any import: nothing shadows them
+    # The optional scientific runtime (`make science`), bound read-only where installed,
+    # after the standard library: it never shadows a standard module. Its BLAS and
+    # OpenMP pools get one thread, as the run gets one CPU: a thread per CPU each
+    # reserves memory, and past the run's address-space limit numpy's import hangs.
+    sys.path.append("/opt/codeloop-science/python%d.%d" % sys.version_info[:2])  # noqa: UP031
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     sys.argv[:] = [path]
     import _sitebuiltins
     import builtins

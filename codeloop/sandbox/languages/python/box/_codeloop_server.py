@@ -23,6 +23,9 @@ def serve(request_fd, reply_fd):
     os.dup2(2, 1)
     sys.argv = [PROGRAM]
     sys.path[0] = "/box"
+    # The optional scientific runtime (`make science`), as `_codeloop_script.run` adds it.
+    sys.path.append(f"/opt/codeloop-science/python{sys.version_info[0]}.{sys.version_info[1]}")
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     namespace = {"__name__": "__main__", "__file__": PROGRAM, "__builtins__": __builtins__}
     try:
         with open(PROGRAM, "rb") as handle:
