@@ -82,6 +82,8 @@ def run_seed(
     tasks = audit_set()
     folder = work / f"s{seed}"
     shared = doses.base_round(folder, LANGUAGES, seed)
+    if not shared.path("baseline.json").exists():  # train follows baseline in a round
+        decisions.run_phase(shared.session.root, "baseline")
     rows = []
     for dose in plan:
         path = work / "results" / f"s{seed}-dose{dose}-lr{lr:g}.json"
