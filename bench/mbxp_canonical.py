@@ -10,13 +10,23 @@ the languages codeloop runs and MBXP gives canonical solutions for are counted (
 release has none; MBXP has no Rust or C). Every failure is listed with its first error
 line, so a failure of codeloop's can be told from a broken canonical solution.
 
+MultiPL-E (nuprl/MultiPL-E) ships no canonical solutions; `--multiple-dir` takes its
+rows (SandboxFusion keeps some in `sandbox/tests/datasets/samples/Multi-PLE/`, files
+`humaneval-LANG.jsonl`, `mbpp-LANG.jsonl`) and runs each test file unchanged after a stub
+body that throws (`throw`, `panic!`): a test file that builds and runs here ends in the
+stub's error ("failed", its stderr naming the stub); "compile failed" means the test
+file itself does not build here (a library or a compiler flag it needs), and "failed
+elsewhere" that it failed before it reached the stub. Java's `class Problem` is renamed
+`Main` first, as SandboxFusion's MultiPL-E dataset does. Go's rows are `go test` files,
+a mode codeloop does not run.
+
 The data is not downloaded here: clone mxeval (or copy its `data/mbxp/` folder) and name
 the folder:
 
     git clone https://github.com/amazon-science/mxeval /tmp/mxeval
     .venv/bin/python -m bench.mbxp_canonical --data-dir /tmp/mxeval/data/mbxp \\
         [--languages python,cpp,java,javascript,typescript] [--limit N] [--workers 2] \\
-        [--failures failures.json]
+        [--failures failures.json] [--multiple-dir DIR]
 
 Appends the table to bench/RESULTS.md (`bench/results.py`).
 """
@@ -59,6 +69,54 @@ def load(data_dir: Path, language: str) -> tuple[str, list[dict]]:
     return path.name, [row for row in rows if row.get("canonical_solution")]
 
 
+MULTIPLE = {"cpp": "cpp", "java": "java", "js": "javascript", "rs": "rust", "ts": "typescript"}
+"""MultiPL-E's file suffix -> codeloop's language."""
+
+STUBS = {
+    "cpp": '    throw std::runtime_error("stub");\n',  # its prompts include bits/stdc++.h
+    "java": '        throw new RuntimeException("stub");\n',
+    "javascript": '  throw new Error("stub");\n}\n\n',
+    "rust": '    panic!("stub")\n',
+    "typescript": '  throw new Error("stub");\n}\n\n',
+}
+"""A body that throws, for each language: MultiPL-E's C++, Java and Rust tests start
+with the function's closing brace; its JavaScript and TypeScript tests do not."""
+
+
+def multiple_requests(data_dir: Path, suffix: str, limit: int | None) -> dict[str, list]:
+    """file name -> (task name, request) of each MultiPL-E row: prompt + stub + tests."""
+    language = MULTIPLE[suffix]
+    found = {}
+    for path in sorted(data_dir.glob(f"*-{suffix}.jsonl")):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+        rows = rows[:limit] if limit else rows
+        found[path.name] = [
+            (row["name"], request(language, stubbed(row, language))) for row in rows
+        ]
+    return found
+
+
+def stubbed(row: dict, language: str) -> str:
+    """A MultiPL-E row's prompt, the stub, its tests; Java's `class Problem` named `Main`,
+    as SandboxFusion's MultiPL-E dataset names it (`sandbox/datasets/multiple.py`): both
+    run Java as `Main.java`, `java Main`."""
+    text = row["prompt"] + STUBS[language] + row["tests"]
+    return text.replace("class Problem", "class Main") if language == "java" else text
+
+
+def request(language: str, text: str) -> RunRequest:
+    """`text` as one `/run_code` program: SandboxFusion's build (`debug`), `LIMITS`."""
+    return RunRequest(language=language, program=text, limits=LIMITS, debug=True)
+
+
+def run_all(requests: list[RunRequest], workers: int) -> tuple[list[ProgramRun], float]:
+    """Every request through the sandbox, `workers` at a time: the runs and the seconds."""
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        runs = list(pool.map(lambda wanted: run_program(wanted, workers=workers), requests))
+    return runs, time.monotonic() - started
+
+
 def program(row: dict, language: str) -> str:
     """The problem composed with its canonical solution, as mxeval composes it."""
     if language == "python":
@@ -91,72 +149,98 @@ def first_error(run: ProgramRun) -> str:
     return ((named or lines or [""])[0])[:200]
 
 
-def run_language(
-    data_dir: Path, language: str, limit: int | None, workers: int
-) -> tuple[str, int, Counter, list[dict], float]:
-    """(release file, problems, outcomes, failures, seconds) of one language."""
+Result = tuple[str, int, Counter, list[dict], float]
+"""(file, rows, outcomes, the rows whose outcome was not the expected one, seconds)."""
+
+
+def tally(
+    names: list[str], runs: list[ProgramRun], expected: str, marker: str = ""
+) -> tuple[Counter, list[dict]]:
+    """Each outcome's count, and every run whose outcome is not `expected`; a "failed"
+    run whose stderr lacks `marker` (the stub's message) failed elsewhere."""
+    outcomes: Counter = Counter()
+    failures = []
+    for name, run in zip(names, runs, strict=True):
+        found = outcome(run)
+        if found == "failed" and marker and run.run and marker not in run.run.stderr:
+            found = "failed elsewhere"
+        outcomes[found] += 1
+        if found != expected:
+            failures.append({"task_id": name, "outcome": found, "error": first_error(run)})
+    return outcomes, failures
+
+
+def run_language(data_dir: Path, language: str, limit: int | None, workers: int) -> Result:
+    """MBXP's canonical solutions of one language: every one is expected to pass."""
     name, rows = load(data_dir, language)
     rows = rows[:limit] if limit else rows
-    requests = [
-        RunRequest(language=language, program=program(row, language), limits=LIMITS, debug=True)
-        for row in rows
-    ]
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        runs = list(pool.map(lambda wanted: run_program(wanted, workers=workers), requests))
-    seconds = time.monotonic() - started
-    outcomes = Counter()
-    failures = []
-    for row, run in zip(rows, runs, strict=True):
-        found = outcome(run)
-        outcomes[found] += 1
-        if found != "passed":
-            failures.append(
-                {"task_id": row["task_id"], "outcome": found, "error": first_error(run)}
-            )
+    runs, seconds = run_all([request(language, program(row, language)) for row in rows], workers)
+    outcomes, failures = tally([row["task_id"] for row in rows], runs, "passed")
     return name, len(rows), outcomes, failures, seconds
 
 
-def table(results: dict[str, tuple[str, int, Counter, list[dict], float]]) -> list[str]:
-    """The Markdown table of every language's counts, then each failure on a line."""
-    kinds = ["compile failed", "compile timeout", "failed", "timeout", "environment error"]
+def run_multiple(data_dir: Path, limit: int | None, workers: int) -> dict[str, Result]:
+    """MultiPL-E's test files after a throwing stub, per file: every one is expected to
+    build, run and end in the stub's error ("failed")."""
+    results = {}
+    for suffix, language in MULTIPLE.items():
+        for name, rows in multiple_requests(data_dir, suffix, limit).items():
+            runs, seconds = run_all([wanted for _, wanted in rows], workers)
+            outcomes, failures = tally([task for task, _ in rows], runs, "failed", "stub")
+            results[f"{language} ({name})"] = (name, len(rows), outcomes, failures, seconds)
+            print(f"{name}: {outcomes['failed']}/{len(rows)} built and ran", flush=True)
+    return results
+
+
+def table(results: dict[str, Result], rows: str) -> list[str]:
+    """The Markdown table of every language's counts, then each unexpected outcome."""
+    kinds = ["passed", "compile failed", "compile timeout", "failed", "failed elsewhere"]
+    kinds += ["timeout", "environment error"]
     lines = [
-        "| language | file | canonical solutions | passed | " + " | ".join(kinds) + " | s |",
-        "|---|---|---:|---:|" + "---:|" * len(kinds) + "---:|",
+        f"| language | file | {rows} | " + " | ".join(kinds) + " | s |",
+        "|---|---|---:|" + "---:|" * len(kinds) + "---:|",
     ]
     for language, (name, count, outcomes, _, seconds) in results.items():
         cells = " | ".join(str(outcomes[kind]) for kind in kinds)
-        lines.append(
-            f"| {language} | {name} | {count} | {outcomes['passed']} | {cells} | {seconds:.0f} |"
-        )
-    failed = [(language, f) for language, r in results.items() for f in r[3]]
+        lines.append(f"| {language.split(' ')[0]} | {name} | {count} | {cells} | {seconds:.0f} |")
+    failed = [f for r in results.values() for f in r[3]]
     if failed:
-        lines += ["", "Failures (task, outcome, first error line):", ""]
-        lines += [f"- {f['task_id']}: {f['outcome']}: `{f['error']}`" for _, f in failed]
+        lines += ["", "Not as expected (task, outcome, first error line):", ""]
+        lines += [f"- {f['task_id']}: {f['outcome']}: `{f['error']}`" for f in failed]
     return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="mxeval's data/mbxp")
+    parser.add_argument("--data-dir", type=Path, default=None, help="mxeval's data/mbxp")
     parser.add_argument("--languages", default="python,cpp,java,javascript,typescript")
-    parser.add_argument("--limit", type=int, default=None, help="first N problems per language")
+    parser.add_argument("--limit", type=int, default=None, help="first N rows per file")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--failures", type=Path, default=None, help="write failures as JSON")
+    parser.add_argument("--multiple-dir", type=Path, default=None, help="MultiPL-E's rows")
     args = parser.parse_args()
-    results = {}
-    for language in args.languages.split(","):
-        if language not in FILES:
-            raise SystemExit(f"{language}: not one of {', '.join(FILES)}")
-        results[language] = run_language(args.data_dir, language, args.limit, args.workers)
-        _, count, outcomes, _, seconds = results[language]
-        print(f"{language}: {outcomes['passed']}/{count} passed ({seconds:.0f} s)", flush=True)
+    if args.data_dir is None and args.multiple_dir is None:
+        parser.error("name --data-dir, --multiple-dir or both")
+    limited = f", first {args.limit} per file" if args.limit else ""
+    failures = {}
+    if args.data_dir is not None:
+        results = {}
+        for language in args.languages.split(","):
+            if language not in FILES:
+                raise SystemExit(f"{language}: not one of {', '.join(FILES)}")
+            results[language] = run_language(args.data_dir, language, args.limit, args.workers)
+            _, count, outcomes, _, seconds = results[language]
+            print(f"{language}: {outcomes['passed']}/{count} passed ({seconds:.0f} s)", flush=True)
+        failures.update({language: r[3] for language, r in results.items()})
+        record(f"MBXP canonical solutions through the sandbox{limited} (bench/mbxp_canonical.py)",
+               table(results, "canonical solutions"))  # fmt: skip
+    if args.multiple_dir is not None:
+        results = run_multiple(args.multiple_dir, args.limit, args.workers)
+        failures.update({f"multipl-e {key}": r[3] for key, r in results.items()})
+        record(f"MultiPL-E test files after a throwing stub{limited} (bench/mbxp_canonical.py)",
+               table(results, "test files"))  # fmt: skip
     if args.failures:
-        failures = {language: r[3] for language, r in results.items()}
         args.failures.write_text(json.dumps(failures, indent=1) + "\n", encoding="utf-8")
-    limited = f", first {args.limit} per language" if args.limit else ""
-    record(f"MBXP canonical solutions through the sandbox{limited} (bench/mbxp_canonical.py)",
-           table(results))  # fmt: skip
 
 
 if __name__ == "__main__":
