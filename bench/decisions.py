@@ -71,7 +71,7 @@ from codeloop import recipe, store
 from codeloop.config import SessionConfig, dumps, load, load_preset, validate
 from codeloop.engines.base import adapter_sha256
 from codeloop.evaluate.scoring import program_of
-from codeloop.loop import finish
+from codeloop.loop import finish, origin
 from codeloop.loop import gate as gate_phase
 from codeloop.loop.answer_cache import AnswerCache
 from codeloop.loop.audit import audit_tasks
@@ -416,6 +416,9 @@ def copy_with_rows(
         ignore=shutil.ignore_patterns(".launcher.lock", ".phase.lock", "PAUSE"),
     )
     store.write_text(temporary / "config.toml", dumps(config))
+    # the candidate's own config, recorded as the preset plus its overrides (the shared
+    # session's record, copied with it, is of the shared config)
+    origin.record(temporary, origin.from_preset("cpu-demo", config))
     r = round_of(temporary)
     for name in ("train.jsonl", "train.jsonl.manifest.json", "export.json"):
         r.path(name).unlink(missing_ok=True)
@@ -789,7 +792,9 @@ def _shared_round(args: argparse.Namespace, work: Path) -> tuple[SessionConfig, 
                 f"{session}: collected with other --languages/--seed; leave them out to reuse it"
             )
         wanted = saved
-    paths = open_session(session, wanted if not (session / "config.toml").exists() else None)
+    new = not (session / "config.toml").exists()
+    made_from = origin.from_preset("cpu-demo", wanted) if new else None
+    paths = open_session(session, wanted if new else None, made_from)
     config = load(paths.config)
     for phase in SHARED_PHASES:
         if not (paths.round(ROUND) / f"{phase}.json").exists():

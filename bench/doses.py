@@ -67,7 +67,7 @@ from codeloop import store
 from codeloop.config import load, load_preset, validate
 from codeloop.evaluate import guard
 from codeloop.evaluate.suites import suite_tasks
-from codeloop.loop import confirm, finish
+from codeloop.loop import confirm, finish, origin
 from codeloop.loop import gate as gate_phase
 from codeloop.loop.audit import audit_tasks
 from codeloop.loop.common import Round
@@ -113,7 +113,10 @@ def base_round(work: Path, languages: list[str], seed: int) -> Round:
     wanted = base_config(languages, seed)
     if (session / "config.toml").exists() and load(session / "config.toml") != wanted:
         raise SystemExit(f"{session}: collected with other --languages; use another --session")
-    open_session(session, None if (session / "config.toml").exists() else wanted)
+    if (session / "config.toml").exists():
+        open_session(session, None)
+    else:
+        open_session(session, wanted, origin.from_preset("cpu-demo", wanted))
     for phase in decisions.SHARED_PHASES:
         if not (session / "round-000001" / f"{phase}.json").exists():
             decisions.say(f"base s{seed}: phase {phase}")

@@ -67,6 +67,7 @@ from codeloop import recipe, store
 from codeloop.config import SessionConfig, load, load_preset, validate, with_values
 from codeloop.engines import create
 from codeloop.engines.base import adapter_sha256
+from codeloop.loop import origin
 from codeloop.loop.common import PHASES
 from codeloop.loop.launcher import open_session
 from codeloop.sandbox import check_many
@@ -303,7 +304,8 @@ def _open(args: argparse.Namespace, session: Path) -> SessionPaths:
             {**source, "tiers": args.tiers} if source["kind"] == "curriculum" else source
             for source in data["tasks"]["sources"]
         ]
-    return open_session(session, validate(data, "--seed/--tiers"))
+    config = validate(data, "--seed/--tiers")
+    return open_session(session, config, origin.from_preset(args.preset, config))
 
 
 class Measures:

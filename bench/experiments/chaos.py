@@ -29,6 +29,7 @@ from pathlib import Path
 # tests/support/chaos.py: the machinery the chaos test uses
 from bench.results import record
 from codeloop.config import load_preset
+from codeloop.loop import origin
 from codeloop.loop.collect import CALL_LOG_ENV
 from codeloop.loop.common import FAILPOINTS_ENV, PHASES
 from codeloop.loop.launcher import open_session
@@ -79,7 +80,7 @@ def main() -> None:
     for session in (calm, wild):
         if session.exists():
             raise SystemExit(f"{session} exists: give --out a new folder")
-        open_session(session, preset)
+        open_session(session, preset, origin.from_preset(args.preset, preset))
 
     print(f"calm round in {calm} ...", flush=True)
     calm_s = calm_round(calm, out / "calm-calls.log")

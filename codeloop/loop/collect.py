@@ -7,8 +7,12 @@ seed, task id and sample index) for every task, solved or not: as in rejection
 sampling fine-tuning, each distinct verified program of a task is a training row,
 and a small model's first positives are rare. Every model answer is saved to
 `PHASE-attempt.json` before it is checked, so a restart never asks the model again
-for an answer it already has. Rows are bound to the tasks and the adapter they came
-from; a restart against other tasks or other weights is refused.
+for an answer it already has; beside it, `PHASE.generation.json` records the conditions
+they were generated under (engine, versions, weights, seed, sampling settings, threads)
+and each engine call's keys (`loop/conditions.py`), so `verify --regenerate` can ask
+again exactly.
+Rows are bound to the tasks and the adapter they came from; a restart against other
+tasks or other weights is refused.
 
 An `environment_error` (the machine could not check a program) is never a failed
 answer: it stops the phase with the sandbox's message, and the answers saved so far
@@ -37,6 +41,7 @@ from codeloop.engines.base import adapter_sha256
 from codeloop.errors import IntegrityError
 from codeloop.evaluate import scoring
 from codeloop.evaluate.scoring import program_of, sample_seed, summary
+from codeloop.loop import conditions
 from codeloop.loop.answer_cache import AnswerCache, answer_key, engine_key
 from codeloop.loop.common import Paused, Round, failpoint
 from codeloop.sandbox import Check, CheckRequest, Interrupted
@@ -100,7 +105,12 @@ class Collector:
         self.explore = explore
         self.rows_file = rows_file or r.path(f"{phase}-rows.json")
         self.attempt_file = self.rows_file.with_name(f"{phase}-attempt.json")
+        self.generation_file = conditions.path_for(self.attempt_file)
         self._engine: Engine | None = None
+        self.conditions: dict[str, Any] = {}
+        """What the engine generates under (`loop/conditions.py`), once it is started."""
+        self.generation: dict[str, Any] = conditions.empty()
+        """The record of the conditions and of each engine call (`generation_file`)."""
         self.cache = AnswerCache(r.session.answers)
         self.reused: list[str] = []
         """`task:attempt` of the answers taken from the session's answer cache, not the model."""
@@ -139,6 +149,7 @@ class Collector:
             with clock.timed("load"):
                 self._engine = create_for(self.r.config)
                 self._engine.load_adapter(self.adapter)
+                self.conditions = conditions.observe(self._engine, self.r.config)
         return self._engine
 
     def _ask(
@@ -172,7 +183,8 @@ class Collector:
         fresh: dict[str, str] = {}
         if ask:
             self.r.check_stop()
-            _log_calls(adapter, [f"{task.id}:{attempt}" for (task, attempt), _key in ask])
+            asked = [f"{task.id}:{attempt}" for (task, attempt), _key in ask]
+            _log_calls(adapter, asked)
             engine = self.engine  # started (and timed as "load") before the clock below
             with clock.timed("generate"):
                 results = engine.generate(
@@ -180,8 +192,10 @@ class Collector:
                     max_tokens=self.r.config.engine.max_tokens,
                     temperature=temperature,
                     seed=[seed(task, attempt) for (task, attempt), _key in ask],
-                    keys=[f"{task.id}:{attempt}" for (task, attempt), _key in ask],
+                    keys=asked,
                 )
+            conditions.record_call(self.generation, self.conditions, temperature, asked)
+            store.write_json(self.generation_file, self.generation)
             fresh = {
                 key: completion.text for (_i, key), [completion] in zip(ask, results, strict=True)
             }
@@ -311,6 +325,7 @@ class Collector:
             raise IntegrityError(f"{self.attempt_file}: saved answers are bound to other weights")
         attempts = attempts_saved["attempts"]
         self.reused = attempts_saved.get("reused", [])
+        self.generation = store.read(self.generation_file, None) or conditions.empty()
         size = self.r.config.engine.batch_size
         try:
             while len(saved["rows"]) < len(self.tasks):

@@ -9,8 +9,11 @@ verified, counts per language and the licences of the sources.
 
 The session is checked first (`codeloop verify`'s checks, without the sandbox
 re-run): a session with a violated hash or invariant is refused, so a dataset never
-launders tampered rows. Rows are deduplicated by (task, program) across rounds; the
-first round that trained on a row is recorded.
+launders tampered rows. The card publishes the session's root digest (the last finished
+round's, `loop/digest.py`), so a reader who later gets the session can check with
+`codeloop verify --expect-digest D` that it is the one the dataset came from, unchanged.
+Rows are deduplicated by (task, program) across rounds; the first round that trained on
+a row is recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from codeloop import __version__, recipe, store
 from codeloop.errors import CodeloopError, ConfigError
+from codeloop.loop.digest import digests
 from codeloop.loop.verify import verify_session
 
 CARD = """---
@@ -52,6 +56,7 @@ verified program, `program_sha256` its hash.
 - sources (dataset, revision, licence): {sources}
 - verification: {verification}
 - exported by codeloop {version}; `data/train.parquet` sha256 `{parquet_sha256}`
+- session digest: {digest}
 
 Scope: the tests are the tasks' own checks, not proof of general correctness;
 public source overlap with the tasks is possible.
@@ -98,6 +103,36 @@ def collect_rows(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def chain_digest(root: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The session's root digest the card publishes (`loop/digest.py`): the last finished
+    round's, which covers every file of that round and of the rounds before it, with the
+    rounds whose rows it does not cover (exported before their round finished)."""
+    found = digests(root)
+    last = max(found, default=None)
+    later = sorted({row["round"] for row in rows if last is None or row["round"] > last})
+    return {"digest": found.get(last) if last else None, "round": last, "not_covered": later}
+
+
+def _digest_line(root: Path, published: dict[str, Any]) -> str:
+    """The card's line on the digest: what it covers, and how a reader checks it."""
+    value, number, later = published["digest"], published["round"], published["not_covered"]
+    if value is None:
+        return (
+            "none: no round of the session had finished when this dataset was exported, so "
+            "no digest covers its rows"
+        )
+    line = (
+        f"`{value}`, round {number}'s root digest over the session's chain (config, origin "
+        f"record, development set and every file of rounds 1-{number}); whoever holds the "
+        f"session checks it is unchanged with `codeloop verify --session {root.name} "
+        f"--expect-digest {value}`"
+    )
+    if later:
+        rounds = ", ".join(str(n) for n in later)
+        line += f". Rows of round(s) {rounds} (not finished at export) are not covered by it"
+    return line
+
+
 def export_dataset(root: str | Path, out: str | Path) -> dict[str, Any]:
     """Write the dataset folder; returns its summary (rows, languages, parquet sha256)."""
     try:
@@ -133,6 +168,7 @@ def export_dataset(root: str | Path, out: str | Path) -> dict[str, Any]:
         "languages": dict(sorted(languages.items())),
         "parquet_sha256": store.sha256_file(parquet),
         "sources": [list(source) for source in sources],
+        "session_digest": chain_digest(root, rows),
     }
     card = CARD.format(
         licence=licences[0].lower() if len(licences) == 1 else "other",
@@ -144,6 +180,7 @@ def export_dataset(root: str | Path, out: str | Path) -> dict[str, Any]:
         verification=", ".join(sorted({row["verification"] for row in rows})),
         version=__version__,
         parquet_sha256=summary["parquet_sha256"],
+        digest=_digest_line(root.resolve(), summary["session_digest"]),
     )
     store.write_text(out / "README.md", card)
     store.write_json(out / "codeloop-export.json", {"session": str(root.resolve()), **summary})

@@ -23,7 +23,7 @@ from codeloop import clock, store
 from codeloop.errors import IntegrityError
 from codeloop.evaluate import guard
 from codeloop.evaluate.compare import compare
-from codeloop.loop import confirm, gate
+from codeloop.loop import conditions, confirm, gate
 from codeloop.loop.audit import LIKELIHOOD, audit_tasks, due, likelihood_tasks
 from codeloop.loop.audit import suite as audit_suite
 from codeloop.loop.common import Round, failpoint, status
@@ -246,9 +246,10 @@ def run(r: Round, resume: bool) -> dict[str, Any]:
         for path in sorted(r.folder.rglob("*.json"))
         # The adapter folder is bound through train.json's adapter_sha256 (its weights
         # and config); training.json beside them holds timings, not inputs, as do the
-        # phases' clock files.
+        # phases' clock files; the generation records say how answers were asked, which
+        # a resumed phase splits otherwise (the digest covers them).
         if path.name not in _VOLATILE
-        and not path.name.endswith(clock.SUFFIX)
+        and not path.name.endswith((clock.SUFFIX, conditions.SUFFIX))
         and path.relative_to(r.folder).parts[0] != "adapter"
     }
     if not verdict["accepted"] and adapter.exists():

@@ -95,7 +95,8 @@ def open_session(
 
     `made_from` (`loop/origin.py`: a preset with its overrides, or a user's file) is
     recorded beside a new config so that `codeloop verify` can rebuild it; without it a
-    new session's config is taken on trust, except the default preset's, recorded here.
+    new session's config is recorded as taken on trust (the caller did not say where it
+    came from), except the default preset's, recorded here.
     """
     paths = store.SessionPaths(root.resolve())
     if paths.config.exists():
@@ -110,8 +111,10 @@ def open_session(
             config = session_config.load_preset("cpu-demo")
             made_from = origin.from_preset("cpu-demo", config)
         paths.root.mkdir(parents=True, exist_ok=True)
-        if made_from is not None:
-            origin.record(paths.root, made_from)
+        origin.record(
+            paths.root,
+            made_from or origin.on_trust("made by a caller that did not record its origin"),
+        )
         store.write_text(paths.config, session_config.dumps(config))
     if not paths.status.exists():
         store.write_json(paths.status, status(paths))

@@ -11,7 +11,9 @@ made, and `codeloop verify` rebuilds it from that record instead of trusting it:
   field by field; a field that differs fails by its dotted name. The overrides
   themselves are listed as taken on trust, since nothing can re-derive a user's choice.
 - a user's own file: its path and sha256 are recorded, and the config is named as taken
-  on trust (nothing in the session can rebuild it).
+  on trust (nothing in the session can rebuild it);
+- made some other way (a script that builds a config in code and cannot name a preset):
+  recorded as taken on trust, with the maker's reason.
 
 The record is one small file, `config-origin.json`, hashed into the round digests
 (`loop/digest.py`), so a later rewrite of it shows.
@@ -87,6 +89,12 @@ def from_file(path: str | Path) -> dict[str, Any]:
     return {"kind": "file", "file": str(source), "file_sha256": store.sha256_file(source)}
 
 
+def on_trust(why: str) -> dict[str, Any]:
+    """The record of a config whose maker says it cannot be rebuilt, and why: verify names
+    it as taken on trust with that reason (never as rebuilt)."""
+    return {"kind": "trust", "why": why}
+
+
 def record(root: str | Path, origin: dict[str, Any]) -> Path:
     """Write a session's origin record (once, when the session is created)."""
     return store.write_json(Path(root) / ORIGIN_FILE, origin)
@@ -114,8 +122,10 @@ def rebuild(root: str | Path) -> Rebuilt:
             f"it came from the user's own file {origin.get('file')} "
             f"(sha256 {str(origin.get('file_sha256'))[:12]}), which the session cannot rebuild",
         )
+    if origin.get("kind") == "trust":
+        return Rebuilt(None, f"its maker recorded it as taken on trust: {origin.get('why')}")
     if origin.get("kind") != "preset":
-        raise ConfigError(f"{path}: kind {origin.get('kind')!r} is neither 'preset' nor 'file'")
+        raise ConfigError(f"{path}: kind {origin.get('kind')!r} is not 'preset', 'file' or 'trust'")
     name = str(origin.get("preset"))
     try:
         text = session_config.preset_text(name)

@@ -51,11 +51,17 @@ With `recheck`, the sandbox runs again, in one batch for the whole session:
               machine cannot give (an `environment_error`) fails as "could not run", never
               as a forgery and never as ok; the one exception is a task whose own test gives
               no verdict (`task_error`) where the row recorded exactly that.
+  recheck likelihood   under audit.rule = "likelihood", each side's reference scores,
+              scored again from the retained weights and compared within 1e-5
+              (`loop/rescore.py`); a rejected candidate's deleted weights are named as
+              not re-scorable
 With `expect_digest`, the digest a reader saved must be a finished round's root digest
 over the chain now (`loop/digest.py`): any later rewrite, coordinated or not, fails it.
 With `regenerate` N, N recorded answers (a seeded pick, decisive ones likelier) are
-asked again of their recorded weights and compared as text (`loop/regenerate.py`): an
-answer moved between sides, or replaced by another passing program, fails there.
+asked again of their recorded weights, under the conditions recorded when they were
+generated, and compared as text (`loop/regenerate.py`): an answer moved between sides,
+or replaced by another passing program, fails there; a difference the recorded
+conditions explain (another engine version, a batch effect) is named as on trust.
 """
 
 from __future__ import annotations
@@ -73,8 +79,9 @@ from codeloop.engines.base import adapter_sha256
 from codeloop.errors import CodeloopError
 from codeloop.evaluate import scoring
 from codeloop.evaluate.scoring import program_of
-from codeloop.loop import digest, origin
+from codeloop.loop import digest, origin, rescore
 from codeloop.loop import regenerate as regeneration
+from codeloop.loop.audit import LIKELIHOOD
 from codeloop.loop.common import PHASES
 from codeloop.loop.prepare import check_assignment
 from codeloop.loop.rederive import Rederiver, audit_tasks, canonical
@@ -204,6 +211,7 @@ def verify_session(
             _recheck(checks, session.root, seen.rows_to_recheck, seen.evidence)
         except _UNREADABLE as error:
             checks.add(None, "recheck", False, f"the recheck could not be set up: {error}")
+        _rescore(checks, session)
     if expect_digest is not None:
         _check_digest(checks, session.root, expect_digest)
     if regenerate:
@@ -221,7 +229,8 @@ def _regenerate(
     (`loop/regenerate.py`): a different text fails, what cannot be asked again is named."""
     from codeloop.loop.phases import open_round
 
-    rounds, answers = {}, []
+    rounds, answers, round_tasks = {}, [], {}
+    made = regeneration.generations(session.root)
     for number in session.rounds():
         folder = session.round(number)
         if not (folder / "tasks.json").is_file():
@@ -233,17 +242,40 @@ def _regenerate(
         tasks = {
             t["id"]: Task.model_validate(t) for t in recorded if t.get("id") not in seen.invalid
         }
-        rounds[number] = open_round(session.root, number)
-        answers += regeneration.recorded_answers(rounds[number], tasks)
+        rounds[number], round_tasks[number] = open_round(session.root, number), tasks
+        answers += regeneration.recorded_answers(rounds[number], tasks, made)
     chosen = regeneration.pick(answers, n, seed)
     for number, r in rounds.items():
         for answer, outcome, detail in regeneration.regenerate(
-            r, [a for a in chosen if a.round == number]
+            r, [a for a in chosen if a.round == number], round_tasks[number]
         ):
-            if outcome == "not regenerable":
-                checks.trust(number, "regenerate", f"{answer.label}: not regenerable: {detail}")
+            if outcome in ("not regenerable", "unreproducible"):
+                what = "not regenerable" if outcome == "not regenerable" else "not reproducible"
+                checks.trust(number, "regenerate", f"{answer.label}: {what}: {detail}")
             else:
                 checks.add(number, "regenerate", outcome == "same", f"{answer.label}: {detail}")
+
+
+def _rescore(checks: _Checks, session: store.SessionPaths) -> None:
+    """Each audit side's likelihood scores, scored again from the retained weights
+    (`loop/rescore.py`): a forged number fails by task, deleted weights are named."""
+    from codeloop.loop.phases import open_round
+
+    rescorer = rescore.Rescorer()
+    for number in session.rounds():
+        folder = session.round(number)
+        if not any((folder / phase / LIKELIHOOD).is_file() for phase, _ in rescore.SIDES):
+            continue
+        try:
+            judged = rescore.rescore(open_round(session.root, number), rescorer)
+        except _UNREADABLE as error:
+            checks.add(number, "recheck likelihood", False, f"cannot re-score: {error}")
+            continue
+        for item in judged:
+            if item.trusted:
+                checks.trust(number, "recheck likelihood", item.detail)
+            else:
+                checks.add(number, "recheck likelihood", item.ok, item.detail)
 
 
 def _check_config(checks: _Checks, root: Path) -> Rederiver | None:
@@ -414,7 +446,7 @@ def _check_round(
         if checks.sha(number, "collect", rows_file, result["collect"].get("rows_sha256")):
             seen.verified |= _verified(rows_file)
     for phase in ("baseline", "candidate"):
-        if result[phase] is not None:
+        if _ran(result[phase]):  # a skipped phase (export not ready) wrote no rows
             digest = result[phase].get("rows_sha256")
             checks.sha(number, phase, folder / f"{phase}-rows.json", digest)
     if result["export"] is not None:

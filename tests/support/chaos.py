@@ -19,8 +19,10 @@ from typing import IO
 from codeloop import store
 from codeloop.loop.common import PHASES
 
-# Timings, and how a run got there (resumed_from: the checkpoint a resume started from).
+# Timings, and how a run got there (resumed_from: the checkpoint a resume started from;
+# calls: the engine calls that asked an attempt file's answers, split where a kill fell).
 VOLATILE = {
+    "calls",
     "heartbeat_at",
     "seconds",
     "wall_seconds",

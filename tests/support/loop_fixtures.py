@@ -129,12 +129,11 @@ def make_session(root: Path, model: Path) -> Path:
     return root
 
 
-def finished_round(root: Path) -> Path:
-    """A session (tiny model, replay answers) whose first round ran to the end."""
+def run_round(session: Path) -> Path:
+    """`codeloop run` on the session (its first round, to the end); the session."""
     import subprocess
     import sys
 
-    session = make_session(root / "session", tiny_model(root / "model"))
     result = subprocess.run(
         [sys.executable, "-m", "codeloop", "run", "--session", str(session)],
         capture_output=True,
@@ -143,3 +142,28 @@ def finished_round(root: Path) -> Path:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return session
+
+
+def finished_round(root: Path) -> Path:
+    """A session (tiny model, replay answers) whose first round ran to the end."""
+    return run_round(make_session(root / "session", tiny_model(root / "model")))
+
+
+def generated_round(root: Path) -> Path:
+    """A session whose first round's answers the tiny model really generated (hf engine).
+
+    A random model passes nothing, so the round ends after collect (export not ready),
+    with every answer asked of the model: greedy, correction and sampled, in batches."""
+    model = tiny_model(root / "model")
+    session = root / "session"
+    session.mkdir(parents=True, exist_ok=True)
+    text = CONFIG.format(replay=root / "unused.jsonl", model=model)
+    data = session_config.parse(text, "generated round").model_dump(
+        mode="json", by_alias=True, exclude_none=True
+    )
+    data["engine"].pop("replay_path")
+    data["engine"].update(kind="hf", model=str(model), precision="float32")
+    config = session_config.validate(data, "generated round")
+    store.write_text(session / "config.toml", session_config.dumps(config))
+    prepare_batch(session, config)
+    return run_round(session)
