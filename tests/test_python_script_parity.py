@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
+import threading
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -161,6 +164,27 @@ def test_run_code_scores_a_program_ending_in_exit() -> None:
             found = json.loads(answer.read())
     assert found["status"] == "Success", found
     assert found["run_result"]["stdout"] == "5\n" and found["run_result"]["return_code"] == 0
+
+
+def test_verls_sandbox_fusion_client_scores_a_solution_ending_in_exit_1() -> None:
+    """verl's own reward client, unchanged, through `/run_code`: the right program that
+    ends in `exit()` scores 1.0 (a NameError once scored it 0), a wrong one 0.0."""
+    verl = Path(sys.prefix) / "verl-pkgs"
+    if not verl.is_dir():
+        pytest.skip("verl is installed by `make setup-test` (.venv/verl-pkgs)")
+    if str(verl) not in sys.path:
+        sys.path.append(str(verl))  # appended: nothing there shadows the project's packages
+    from verl.utils.reward_score.sandbox_fusion import compute_score
+
+    tests = {"inputs": ["2 3\n", "10 -4\n"], "outputs": ["5\n", "6\n"]}
+    wrong = ENDS_IN_EXIT["exit()"].replace("a + b", "a * b")
+    with running(Settings(token=None, workers=1)) as url:
+        semaphore = threading.Semaphore(2)
+        scores = [
+            compute_score(f"{url}/run_code", semaphore, 1024, f"```python\n{code}```", tests)[0]
+            for code in (ENDS_IN_EXIT["exit()"], ENDS_IN_EXIT["quit()"], wrong)
+        ]
+    assert scores == [1.0, 1.0, 0.0], scores
 
 
 CASES = sorted(itertools.product(PRELUDES, PROGRAMS))
