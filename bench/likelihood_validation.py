@@ -110,8 +110,8 @@ def statistics(rows: list[dict[str, Any]]) -> list[str]:
         f"- Statistic 1 (calibration): {observed} of {len(rows)} kept, expected "
         f"{sum(r['predicted'] for r in rows):.2f}; two-sided Poisson-binomial P = {p:.3f}: "
         f"**{'pass' if p >= 0.05 else 'FAIL'}**. Counts that would have passed: "
-        f"{passing} (of 0..{len(rows)}): the other outcomes "
-        f"{'could' if len(passing) <= len(rows) else 'could not'} have failed it.",
+        f"{passing} (of 0..{len(rows)}): the check "
+        f"{'could' if len(passing) < len(pmf) else 'could not'} have failed.",
     ]
     collapses = [row for row in rows if row["dose"] == 100]
     kept = [row for row in collapses if row["kept"]]
