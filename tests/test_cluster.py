@@ -111,6 +111,10 @@ def head(tmp_path_factory):
 
         # read when Ray was imported: in case some other test imported it first
         patch.setattr(constants, "ENABLE_RAY_CLUSTER", False, raising=False)
+        # Ray's config (the auth mode) and its token are read once per process and kept:
+        # a test that imported Ray earlier (verl's reward client does) left them at
+        # "disabled" and no token, and the GCS then refused this driver (CI, stop 70).
+        _reread_ray_auth()
         start = subprocess.Popen(
             [
                 RAY, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
@@ -129,6 +133,17 @@ def head(tmp_path_factory):
             dispatch.use_cluster(None)
             ray.shutdown()
             _stop(start.pid)
+    _reread_ray_auth()  # the environment is back: so are the auth settings
+
+
+def _reread_ray_auth() -> None:
+    """Make Ray read RAY_AUTH_MODE and the token from the environment again (Ray's own
+    tests' helper; a Ray without token authentication has neither to re-read)."""
+    try:
+        from ray._private.authentication_test_utils import reset_auth_token_state
+    except ImportError:
+        return
+    reset_auth_token_state()
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,8 @@ _ZYGOTE = 2 << 16
 """Offset of the slot keys of warm sandboxes (a third uid per worker)."""
 COMPILE_UID = 60999
 """Compilers run as this uid, which owns the shared compiler caches."""
-_PR_SET_CHILD_SUBREAPER = 36
+_SANDBOX_UIDS = frozenset({COMPILE_UID, *range(RUN_UID_BASE, RUN_UID_BASE + RUN_UID_SLOTS)})
+"""Every uid a sandbox of this package runs under (as root): no other process has them."""
 _SYSTEM_RO = (
     "/usr",
     "/etc/alternatives",
@@ -257,6 +258,32 @@ def run(
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
+    if not reaping.is_subreaper():  # a test or a tool running sandboxes itself
+        with reaping.adopting(_SANDBOX_UIDS, reaping.ORPHAN_SETTLE_S):
+            return _run_steps(
+                backend, argv, box, stdin, limits, compile_step, env, binds, partner,
+                solution_files, trailer,
+            )  # fmt: skip
+    return _run_steps(
+        backend, argv, box, stdin, limits, compile_step, env, binds, partner,
+        solution_files, trailer,
+    )  # fmt: skip
+
+
+def _run_steps(
+    backend: Backend,
+    argv: Sequence[str],
+    box: Path,
+    stdin: bytes,
+    limits: RunLimits,
+    compile_step: bool,
+    env: dict[str, str] | None,
+    binds: Sequence[tuple[str, str, bool]],
+    partner: Sequence[str] | None,
+    solution_files: Sequence[str],
+    trailer: bool,
+) -> RunResult:
+    """`run`'s steps; a dedicated worker (a subreaper) also collects every orphan after them."""
     solution_box = None
     try:
         if partner is None and trailer:
@@ -271,10 +298,11 @@ def run(
         solution_box = solution_box_of(box, solution_files)
         return _run_pair(backend, argv, partner, box, solution_box, stdin, limits, env or {}, binds)
     finally:
-        # Collect exited children; a worker (a subreaper) also waits a moment for the
-        # run's killed processes to become its zombies, and collects them too.
-        reaping.reap_orphans()
+        # A worker (a subreaper) collects every exited child and waits a moment for the
+        # run's killed processes to become its zombies; any other process reaps only
+        # its sandbox-uid children, on leaving `reaping.adopting` (see `run`).
         if reaping.is_subreaper():
+            reaping.reap_orphans()
             reaping.reap_orphans(settle_s=reaping.ORPHAN_SETTLE_S)
         if solution_box is not None:  # the partner's: removed once its processes are gone
             remove_box(solution_box)
@@ -418,6 +446,7 @@ def _release(
             os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             process.wait()
+        reaping.track(process.pid, running=False)
     if side_read is not None:
         os.close(side_read)
     if trailer is not None:

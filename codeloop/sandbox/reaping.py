@@ -1,6 +1,16 @@
 """Processes a run leaves behind: a worker adopts orphans (a subreaper) and reaps them
 between runs, and a worker taking a uid slot ends whatever still runs under that uid
-(left by a worker that died)."""
+(left by a worker that died).
+
+Every bubblewrap run leaves one orphan: the sandbox's pid 1. bwrap's monitor learns the
+command's exit from pid 1 and exits at once, without waiting for pid 1, which is still
+tearing down the namespace; pid 1 then belongs to the nearest subreaper, else to init.
+An init that reaps lazily keeps it a zombie under the sandbox's uid, where it counts
+against the next run's RLIMIT_NPROC ("bwrap: Can't fork for pid 1"). So any process
+that runs sandboxes adopts its orphans: a dedicated worker reaps every child, any
+other process (a test, a tool calling `Sandbox` directly) only its children under the
+sandbox uids it holds, so that no `subprocess` status of its own is taken (Popen reads
+ECHILD as exit code 0)."""
 
 from __future__ import annotations
 
@@ -8,7 +18,9 @@ import contextlib
 import ctypes
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -132,6 +144,95 @@ def reap_orphans(settle_s: float = 0.0) -> None:
             if _long_lived and _children() <= _long_lived:
                 return
             time.sleep(0.002)
+
+
+_adopting = 0
+"""How many runs of this process (not a dedicated worker) are adopting orphans now."""
+_adopting_lock = threading.Lock()
+
+
+def _set_subreaper(on: bool) -> bool:
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    return False
+
+
+@contextlib.contextmanager
+def adopting(uids: frozenset[int], settle_s: float) -> Iterator[None]:
+    """In a process that is not a dedicated worker: adopt orphans while a run goes (so its
+    orphaned pid 1 comes back to us), then reap its children under the sandbox uids
+    `uids` (`reap_box_orphans`). Only while some run of this process goes: another
+    component's orphans (a daemon it starts) go to init as they would without us."""
+    global _adopting
+    with _adopting_lock:
+        _adopting += 1
+        if _adopting == 1:
+            _set_subreaper(True)
+    try:
+        yield
+    finally:
+        reap_box_orphans(uids, settle_s)
+        with _adopting_lock:
+            _adopting -= 1
+            if _adopting == 0:
+                _set_subreaper(False)
+
+
+def _children_under(uids: frozenset[int]) -> list[int]:
+    """This process's children whose real uid is one of `uids`, from /proc."""
+    me = str(os.getpid()).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as handle:
+                ppid = uid = None
+                for line in handle:
+                    if line.startswith(b"PPid:"):
+                        ppid = line.split()[1]
+                    elif line.startswith(b"Uid:"):
+                        uid = int(line.split()[1])
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and uid in uids:
+            found.append(int(entry))
+    return found
+
+
+_in_flight: set[int] = set()
+"""The sandboxes' outer processes this process has started and not yet waited for (any
+thread's): `reap_box_orphans` leaves them to the `wait` of the run that owns them."""
+
+
+def track(pid: int, running: bool = True) -> None:
+    """Tell `reap_box_orphans` that child `pid` is a run's own (or no longer is)."""
+    if running:
+        _in_flight.add(pid)
+    else:
+        _in_flight.discard(pid)
+
+
+def reap_box_orphans(uids: frozenset[int], settle_s: float) -> None:
+    """In a process that is not a dedicated worker: wait up to `settle_s` for its children
+    under the sandbox uids `uids` (orphaned pid 1s, of this run or of a warm sandbox
+    stopped since) to exit, and reap them. Never a child some run still waits for
+    (`track`), a long-lived one (`keep_child`), or one under another uid. A pid 1 that
+    outlives the wait stays our child, to be reaped after a later run."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        left = []
+        for pid in _children_under(uids):
+            if pid in _long_lived or pid in _in_flight:
+                continue
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    left.append(pid)
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(0.002)
 
 
 def is_subreaper() -> bool:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from codeloop.sandbox import reaping
 from codeloop.sandbox.cgroups import RunCgroup
 
 _MIB = 1 << 20
@@ -161,7 +162,11 @@ def _supervise(
             )
         except (OSError, subprocess.SubprocessError) as error:
             return RunResult(None, None, b"", b"", 0.0, setup_error=f"cannot start: {error}")
-    return _stream(process, started, limits, side_fd, trailer_fd)
+        reaping.track(process.pid)
+    try:
+        return _stream(process, started, limits, side_fd, trailer_fd)
+    finally:
+        reaping.track(process.pid, running=False)
 
 
 def start_partner(
@@ -182,7 +187,7 @@ def start_partner(
     capped = cgroup is not None and cgroup.caps_memory
     with _closing((*pass_fds, output_fd)):
         try:
-            return subprocess.Popen(
+            partner = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
                 stdout=output_fd,
@@ -195,6 +200,8 @@ def start_partner(
             )
         except (OSError, subprocess.SubprocessError) as error:
             return f"cannot start the partner: {error}"
+    reaping.track(partner.pid)  # until the caller has reaped it
+    return partner
 
 
 def _command_exited(status_fd: int) -> bool:
