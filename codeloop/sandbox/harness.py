@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeloop.sandbox import reaping, seccomp
+from codeloop.sandbox import box_etc, reaping, seccomp
 from codeloop.sandbox.cache import claim_slot
 from codeloop.sandbox.cgroups import CgroupManager, CgroupUsage, RunCgroup
 from codeloop.sandbox.language import BOX
@@ -190,6 +190,7 @@ def bind_args(
     for source, target in (*((path, path) for path in _SYSTEM_RO), *_shared):
         if os.path.exists(source):
             args += ["--ro-bind", source, target]
+    args += box_etc.bind_args()
     for path in _MERGED_USR:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]

@@ -33,6 +33,7 @@ globals) reaches the next one, which is cloned from the untouched zygote.
 import atexit
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import platform
@@ -40,6 +41,7 @@ import resource
 import select
 import signal
 import socket
+import struct
 import sys
 import traceback
 
@@ -71,6 +73,11 @@ MAX_FDS = 16
 NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET
 SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
 """clone(2)'s number where we know it (both take flags first and accept zeros after)."""
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+IFREQ = "16sH14x"
+"""struct ifreq with its flags member: the interface's name, then short ifr_flags."""
 READY_NAME = "codeloop-ready"
 """The name (comm) of a check process made ahead, until its check arrives."""
 
@@ -211,6 +218,17 @@ def _enter(spec, cgroups, ids):
         os.sched_setaffinity(0, {spec["cpu"]})
 
 
+def _loopback_up():
+    """Bring up the check's own `lo`, as bubblewrap does for a cold run's network
+    namespace: a program that serves on 127.0.0.1 and calls itself (SandboxFusion's
+    network tests) then runs the same warm and cold. The namespace is the check's alone:
+    nothing outside it is reachable either way."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        current = fcntl.ioctl(probe, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0))
+        flags = struct.unpack(IFREQ, current)[1]
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+
+
 def _inside(spec, report, lockdown):
     """G: pid 1 of the check's namespaces. Builds its world ahead of the check, waits for
     it, then locks itself down and runs the driver."""
@@ -227,6 +245,7 @@ def _inside(spec, report, lockdown):
     _mount("none", "/dev", None, locked)
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _write("/proc/sys/user/max_user_namespaces", "0")
+    _loopback_up()
 
     reporter = socket.socket(fileno=report)
     message, fds, _flags, _address = socket.recv_fds(reporter, 1 << 16, MAX_FDS)
