@@ -3,7 +3,8 @@
 bench/preregistered/likelihood-audit.md fixed it before the margin was chosen: base
 rounds of seeds 11 and 12 (javascript and java, as bench/doses.py), candidates at
 harmful doses 0, 50 and 100% at learning rate 1e-3, each trained from the base model on
-16 rows of its round. Each is scored on the cpu-demo preset's 48 reference programs
+16 rows of its round. Its revision 1 (after that failed) runs seeds 13 and 14 with
+`--plan 0@0.001,100@0.001,0@0.0001`, against the margin bench/likelihood_margin.py picked. Each is scored on the cpu-demo preset's 48 reference programs
 against the parent (the base model) and judged by the preset's own rule
 (`guard.likelihood_verdict`, margin 0.02).
 
@@ -17,7 +18,7 @@ against the parent (the base model) and judged by the preset's own rule
   Heldout, both languages), parent and candidate. The preregistration named the sampled
   rate (2 per task); the greedy one is what fitted the session (`--truth none` skips it).
 
-    .venv/bin/python -m bench.likelihood_validation --session DIR [--seeds 11,12]
+    .venv/bin/python -m bench.likelihood_validation --session DIR [--seeds 11,12] [--plan ...]
 """
 
 from __future__ import annotations
@@ -54,10 +55,15 @@ def two_sided(pmf: np.ndarray, observed: int) -> float:
 
 
 def predicted_keep(config: SessionConfig, dose: int, lr: float, seed: int) -> float:
-    """P(keep) of the design candidate of this dose, its task set resampled."""
+    """P(keep) of a candidate of this dose and lr: the mean over the design runs of that
+    dose and lr of their keep rates, each run's task set resampled (revision 1: the
+    spread between training runs enters through the several runs)."""
     design = operating._inputs("cpu-demo", "cpu-demo.likelihood-design.json")
-    row = next(r for r in design["rows"] if r["dose"] == dose and r["lr"] == lr)
-    return operating.likelihood_rate(config, row["changes"], REPS, seed) / REPS
+    rows = [r for r in design["rows"] if r["dose"] == dose and r["lr"] == lr]
+    if not rows:
+        raise SystemExit(f"no design run of dose {dose}% at lr {lr:g} to predict from")
+    rates = [operating.likelihood_rate(config, r["changes"], REPS, seed) / REPS for r in rows]
+    return float(np.mean(rates))
 
 
 def judge(
@@ -71,11 +77,16 @@ def judge(
         config.audit, {"parent": parent, "candidate": scores}, ids
     )
     changes = np.array([scores[i] - parent[i] for i in ids])
-    return {"kept": bool(kept), "change": float(changes.mean()), "evidence": evidence}
+    return {
+        "kept": bool(kept),
+        "change": float(changes.mean()),
+        "changes": changes.tolist(),
+        "evidence": evidence,
+    }
 
 
 def run_seed(
-    work: Path, seed: int, plan: list[int], lr: float, parent: dict[str, float], truth
+    work: Path, seed: int, plan: list[tuple[int, float]], parent: dict[str, float], truth
 ) -> list[dict[str, Any]]:
     """Every dose of one base round, each result kept in `work` (resumable)."""
     config = load_preset("cpu-demo")
@@ -85,7 +96,7 @@ def run_seed(
     if not shared.path("baseline.json").exists():  # train follows baseline in a round
         decisions.run_phase(shared.session.root, "baseline")
     rows = []
-    for dose in plan:
+    for dose, lr in plan:
         path = work / "results" / f"s{seed}-dose{dose}-lr{lr:g}.json"
         saved = store.read(path, None)
         if saved is None:
@@ -95,7 +106,9 @@ def run_seed(
             if truth is not None:
                 saved["heldout"] = truth.score(truth.verdicts(None), truth.verdicts(adapter))
             store.write_json(path, saved)
-        decisions.say(f"s{seed} dose {dose}%: kept {saved['kept']}, {saved['change']:+.4f}")
+        decisions.say(
+            f"s{seed} dose {dose}% lr {lr:g}: kept {saved['kept']}, {saved['change']:+.4f}"
+        )
         rows.append(saved)
     return rows
 
@@ -125,16 +138,16 @@ def statistics(rows: list[dict[str, Any]]) -> list[str]:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| seed | dose | mean change (nats/token) | lower bound | kept | predicted P(keep) "
+        "| seed | dose | lr | mean change (nats/token) | lower bound | kept | predicted P(keep) "
         "| held-out greedy pass@1, parent -> candidate |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         held = row.get("heldout")
         truth = f"{held['before']} -> {held['after']} of {held['total']}" if held else "-"
         bound = (row.get("evidence") or {}).get("lower_bound")
         lines.append(
-            f"| {row['seed']} | {row['dose']}% | {row['change']:+.4f} | "
+            f"| {row['seed']} | {row['dose']}% | {row['lr']:g} | {row['change']:+.4f} | "
             f"{'-' if bound is None else f'{bound:+.4f}'} | {'yes' if row['kept'] else 'no'} "
             f"| {100 * row['predicted']:.1f}% | {truth} |"
         )
@@ -145,8 +158,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--session", type=Path, required=True, help="this bench's folder")
     parser.add_argument("--seeds", default="11,12")
-    parser.add_argument("--doses", default="0,50,100")
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument(
+        "--plan", default="0@0.001,50@0.001,100@0.001",
+        help="the candidates of each seed, DOSE@LR (revision 1: 0@0.001,100@0.001,0@0.0001)",
+    )  # fmt: skip
     parser.add_argument("--truth", choices=("greedy", "none"), default="greedy")
     args = parser.parse_args()
     started = time.monotonic()
@@ -164,13 +179,13 @@ def main() -> None:
     truth = None
     if args.truth == "greedy":
         truth = decisions.Heldout(work / "heldout", doses.base_config(LANGUAGES, seeds[0]))
-    plan = [int(d) for d in args.doses.split(",")]
-    rows = [row for seed in seeds for row in run_seed(work, seed, plan, args.lr, parent, truth)]
+    plan = [(int(d), float(lr)) for d, lr in (part.split("@") for part in args.plan.split(","))]
+    rows = [row for seed in seeds for row in run_seed(work, seed, plan, parent, truth)]
     lines = [
         f"Preset cpu-demo's likelihood audit (margin {config.audit.margin:g}, "
         f"{len(tasks)} reference programs), parent = base model; candidates trained on 16 "
-        f"rows of each base round ({', '.join(LANGUAGES)}) at lr {args.lr:g}. Procedure: "
-        "bench/preregistered/likelihood-audit.md.",
+        f"rows of each base round ({', '.join(LANGUAGES)}), plan {args.plan} (dose@lr), "
+        f"seeds {args.seeds}. Procedure: bench/preregistered/likelihood-audit.md.",
         "",
         *table(rows),
         "",

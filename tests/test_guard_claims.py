@@ -59,3 +59,22 @@ def test_the_command_prints_the_computed_rates(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     computed = operating.cached("gpu", tmp_path / "codeloop")
     assert all(f"{100 * r.rate:.1f}%" in done.stdout for r in computed)
+
+
+def test_each_printed_rate_names_its_profile_or_run() -> None:
+    """ "[dose 0% lr 0.001, seed 11, validation 1]" is printed as text: Rich once read such
+    a case as markup and dropped it, so the rows of one claim's runs read the same."""
+    from rich.console import Console
+
+    from codeloop.evaluate.guard_cli import rates_table
+
+    cases = ["dose 100% lr 0.001, seed 12, validation 1", "p 5% flat, rho 0.17"]
+    found = [
+        operating.Rate(f"audit: P(keep | collapse) [{case}]", "likelihood", 0.02, 0.01, 0.03,
+                       "<= 5%", True)
+        for case in cases
+    ]  # fmt: skip
+    console = Console(record=True, width=200)
+    console.print(rates_table("cpu-demo", found))
+    printed = console.export_text()
+    assert all(f"[{case}]" in printed for case in cases), printed

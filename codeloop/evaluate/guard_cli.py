@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from codeloop.evaluate import operating
@@ -35,19 +36,24 @@ def rates(
     if not operating.claims_path(preset).is_file():
         raise typer.BadParameter(f"preset {preset!r} states no guard rates (no claims file)")
     found = operating.compute(preset) if fresh else operating.cached(preset, _cache())
+    Console().print(rates_table(preset, found))
+    if not all(rate.holds for rate in found):
+        raise typer.Exit(1)
+
+
+def rates_table(preset: str, found: list[operating.Rate]) -> Table:
+    """The computed rates as printed, one row per claim and case."""
     table = Table(title=f"The guard of preset {preset}: computed error rates")
     for column in ("claim", "rate", "95% interval", "stated", "holds", "samples/side"):
         table.add_column(column)
     for rate in found:
         spent = "" if rate.samples_per_side is None else f"{rate.samples_per_side:.1f}"
         table.add_row(
-            rate.claim,
+            escape(rate.claim),  # "[profile]" or "[run]" is text, not Rich markup
             f"{100 * rate.rate:.1f}%",
             f"[{100 * rate.low:.1f}, {100 * rate.high:.1f}]",
             rate.bound,
             "yes" if rate.holds else "NO",
             spent,
         )
-    Console().print(table)
-    if not all(rate.holds for rate in found):
-        raise typer.Exit(1)
+    return table

@@ -172,10 +172,14 @@ def _cases(preset: str, claims: dict, config: SessionConfig, claim: dict, reps: 
     elif claim["kind"] == "audit":
         for profile in _inputs(preset, claims["audit_profile"])["profiles"]:
             yield profile["name"], audit_rate(config, profile, claim["points"], reps, seed), None
-    elif claim["kind"] == "likelihood":
+    elif claim["kind"] == "likelihood":  # every measured run of the candidate, one case each
         design = _inputs(preset, claims["likelihood_design"])
-        row = next(row for row in design["rows"] if row["name"] == claim["candidate"])
-        yield claim["candidate"], likelihood_rate(config, row["changes"], reps, seed), None
+        rows = [row for row in design["rows"] if row["name"] == claim["candidate"]]
+        if not rows:
+            raise ValueError(f"{claims['likelihood_design']}: no run of {claim['candidate']!r}")
+        for row in rows:
+            case = f"{claim['candidate']}, {row['run']}" if "run" in row else claim["candidate"]
+            yield case, likelihood_rate(config, row["changes"], reps, seed), None
     else:
         raise ValueError(f"{claims_path(preset)}: unknown claim kind {claim['kind']!r}")
 
