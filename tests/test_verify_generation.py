@@ -168,6 +168,37 @@ def test_a_replaced_answer_differs_even_with_its_batch_decoded_again(hf_session:
     assert "its batch of 4 decoded again" in detail, detail
 
 
+@pytest.fixture(scope="module")
+def llamacpp_generated(tmp_path_factory) -> Path:
+    pytest.importorskip("llama_cpp")
+    return generated_round(tmp_path_factory.mktemp("llamacpp"), engine="llamacpp")
+
+
+@pytest.mark.slow
+def test_on_llama_cpp_an_honest_answer_is_the_same_and_a_replaced_one_differs(
+    llamacpp_generated: Path, tmp_path: Path
+) -> None:
+    """llama.cpp in process answers as alone whatever shares its batch, so a replaced
+    answer it decoded in a batch is a forgery (`differs`), not a difference its batch
+    might explain (`unreproducible`, taken on trust, as it was until 2026-12-07); and
+    every honest answer of the session regenerates identically, batched ones included."""
+    session = copied(llamacpp_generated, tmp_path)
+    findings = named(verify_session(session, regenerate=EVERY_ANSWER), "regenerate")
+    same = [f for f in findings if f.ok and not f.trusted]
+    assert not violations(findings), violations(findings)
+    assert same and all("correction: not regenerable" in f.detail for f in findings
+                        if f.trusted), findings  # fmt: skip
+    key = batched_greedy(session)
+    task, attempt = key.split(":")
+
+    def replace(saved: dict[str, Any]) -> None:
+        saved["attempts"][task][attempt] = fence("python", "print(input())")
+
+    edit(attempt_file(session), replace)
+    outcome, detail = regenerate_one(session, key)
+    assert outcome == "differs", detail
+
+
 def test_regeneration_reads_the_recorded_conditions(hf_session: Path) -> None:
     """The same replaced answer, recorded as generated under another transformers: the
     difference is named as not reproducible here (on trust), not called a forgery."""

@@ -54,8 +54,13 @@ from codeloop.paths import cache_root
 
 SUFFIX = ".generation.json"
 """How the record of an attempt file is named: `PHASE-attempt.json` -> `PHASE.generation.json`."""
-BATCH_INVARIANT = frozenset({"replay"})
-"""Engines whose answer never depends on what shares its batch."""
+BATCH_INVARIANT = frozenset({"replay", "llamacpp"})
+"""Engines whose answer never depends on what shares its batch. llama.cpp in process is
+built so (`engines/llamacpp_batch.py`: a stream of cells per sequence, one attention
+kernel, one token per sequence per step, a prefix cache that restores the very bytes)
+and tested so (tests/test_engine_llamacpp.py: batched greedy equals one by one, a seeded
+sample ignores its neighbours and their order, prefix sharing changes no output), under
+the same threads and KV type, which regeneration sets as recorded."""
 SLICED = frozenset({"hf"})
 """Engines that decode a call in fixed slices of `batch_size`, each decoded again exactly."""
 PACKAGES = {

@@ -18,13 +18,14 @@ KV type set as recorded) and compared as text:
 
 1. alone (batch 1): the same text is `same`;
 2. a different text of an answer generated alone, or by an engine whose answers never
-   depend on their batch (replay), is `differs`: a forgery, or a record that lies;
+   depend on their batch (replay, and llama.cpp in process: `conditions.BATCH_INVARIANT`),
+   is `differs`: a forgery, or a record that lies;
 3. an answer decoded in a batch is decoded again with its recorded batch (hf: its slice
-   of the call, which hf decodes exactly again; llama.cpp and the servers: its whole
-   call). The same text is `same`. A different one is `differs` for hf, and for the
-   others `unreproducible`: their batches also share a prefix cache whose state is not
-   recorded, and they promise no batch-invariant kernels, so the difference is named,
-   not called a forgery;
+   of the call, which hf decodes exactly again; the servers: its whole call). The same
+   text is `same`. A different one is `differs` for hf, and for the servers (vLLM, an
+   OpenAI-compatible one) `unreproducible`: their batches also share a prefix cache whose
+   state is not recorded, and they promise no batch-invariant kernels, so the difference
+   is named, not called a forgery;
 4. conditions this machine cannot reproduce (another engine version, another weights
    file, another CPU or GPU) turn a different text into `unreproducible`, by name.
 

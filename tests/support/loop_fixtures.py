@@ -149,20 +149,26 @@ def finished_round(root: Path) -> Path:
     return run_round(make_session(root / "session", tiny_model(root / "model")))
 
 
-def generated_round(root: Path) -> Path:
-    """A session whose first round's answers the tiny model really generated (hf engine).
+def generated_round(root: Path, engine: str = "hf") -> Path:
+    """A session whose first round's answers a model really generated: the tiny random
+    one on the hf engine, or (`engine="llamacpp"`) the bundled SmolLM2 on llama.cpp.
 
-    A random model passes nothing, so the round ends after collect (export not ready),
-    with every answer asked of the model: greedy, correction and sampled, in batches."""
-    model = tiny_model(root / "model")
+    Where the model passes nothing the round ends after collect (export not ready), with
+    every answer asked of the model: greedy, correction and sampled, in batches."""
     session = root / "session"
     session.mkdir(parents=True, exist_ok=True)
-    text = CONFIG.format(replay=root / "unused.jsonl", model=model)
+    model = tiny_model(root / "model") if engine == "hf" else None
+    text = CONFIG.format(replay=root / "unused.jsonl", model=model or "unused")
     data = session_config.parse(text, "generated round").model_dump(
         mode="json", by_alias=True, exclude_none=True
     )
     data["engine"].pop("replay_path")
-    data["engine"].update(kind="hf", model=str(model), precision="float32")
+    if model is not None:
+        data["engine"].update(kind="hf", model=str(model), precision="float32")
+    else:  # SmolLM2 passes some tasks: more rows than it can write keep export not ready
+        data["engine"].update(kind="llamacpp", model=session_config.BUNDLED_MODEL)
+        data["train"]["base_model"] = session_config.BUNDLED_MODEL
+        data["export"]["min_examples"] = 1000
     config = session_config.validate(data, "generated round")
     store.write_text(session / "config.toml", session_config.dumps(config))
     prepare_batch(session, config)
