@@ -268,16 +268,22 @@ def test_numpy_programs_pass_warm_and_cold(python_boxes: dict[str, Sandbox]) -> 
     )
     right = "import numpy as np\n\ndef total(xs):\n    return int(np.sum(xs))\n"
     wrong = "import numpy as np\n\ndef total(xs):\n    return int(np.max(xs))\n"
+    # A numpy scalar returned as it is, as SandboxFusion (one process) passes it: it was
+    # a wrong answer here until the codec sent numpy scalars as their `.item()`.
+    scalar = "import numpy as np\n\ndef total(xs):\n    return np.sum(xs)\n"
+    wrong_scalar = "import numpy as np\n\ndef total(xs):\n    return np.max(xs)\n"
+    programs = {"right": right, "wrong": wrong, "scalar": scalar, "wrong scalar": wrong_scalar}
     function = {
         name: CheckRequest(language="python", program=program, test=test, limits=LIMITS)
-        for name, program in (("right", right), ("wrong", wrong))
+        for name, program in programs.items()
     }
     for path, box in python_boxes.items():
-        statuses = [
-            box.check(request).status
-            for request in (stdio, wrong_stdio, function["right"], function["wrong"])
-        ]
-        assert statuses == ["passed", "wrong_answer", "passed", "wrong_answer"], (path, statuses)
+        statuses = [box.check(request).status for request in (stdio, wrong_stdio)]
+        statuses += [box.check(request).status for request in function.values()]
+        assert statuses == ["passed", "wrong_answer"] + ["passed", "wrong_answer"] * 2, (
+            path,
+            statuses,
+        )
     warm = python_boxes["warm"].warm
     assert warm is not None and warm.problem is None, "the warm sandbox fell back to cold"
 

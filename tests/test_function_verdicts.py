@@ -88,6 +88,18 @@ def checks() -> dict[str, Check]:
         test="assert twice(3) == 6\n",
         entry_point="twice",
     )
+    # A numpy scalar crosses as its `.item()`; a class posing as one (module "numpy",
+    # a base named "generic") gains nothing: its item() is encoded as strictly.
+    wanted["mbpp-fake-numpy-scalar"] = CheckRequest(
+        language="python",
+        program="class Any:\n    def __eq__(self, other):\n        return True\n"
+        "class generic:\n    def item(self):\n        return Any()\n"
+        "generic.__module__ = 'numpy'\n"
+        "class int64(generic):\n    pass\n"
+        "def twice(x):\n    return int64()\n",
+        test="assert twice(3) == 6\n",
+        entry_point="twice",
+    )
     # Without an entry point, the solution's functions may reach the test, but none
     # may shadow a builtin the test uses.
     wanted["no-entry-shadows-abs"] = CheckRequest(
@@ -122,6 +134,7 @@ def test_the_solution_cannot_read_the_tests_or_the_nonce(checks: dict[str, Check
 def test_bare_asserts_on_a_named_entry_point(checks: dict[str, Check]) -> None:
     assert checks["mbpp-right"].status == "passed", checks["mbpp-right"].feedback
     assert checks["mbpp-always-equal"].status == "wrong_answer"
+    assert checks["mbpp-fake-numpy-scalar"].status == "wrong_answer"
 
 
 def test_solution_functions_never_shadow_builtins(checks: dict[str, Check]) -> None:

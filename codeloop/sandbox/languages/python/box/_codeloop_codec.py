@@ -5,6 +5,13 @@ JSON's own types carry None, bool, int, float and str; a JSON object is always a
 frozenset, {"y": "hex"} bytes, {"c": [re, im]} complex. Types are matched exactly, so a
 subclass (an int whose `__eq__` is always true) cannot be encoded, and decoding builds
 only built-in values.
+
+One exception, for what SandboxFusion passes (it runs test and solution in one process):
+a numpy scalar (`np.sum(xs)`, an instance of `numpy.generic`) is sent as the built-in
+its `.item()` gives, itself encoded as strictly. A solution that forges such a class
+gains nothing: what crosses is still only a built-in value, as if it had returned that.
+numpy arrays are not converted (compared with `==` in one process they are no bool
+either).
 """
 
 import json
@@ -33,7 +40,16 @@ def encode(value):
         return {"y": value.hex()}
     if kind is complex:
         return {"c": [value.real, value.imag]}
+    if _numpy_scalar(kind):
+        return encode(value.item())
     raise TypeError("cannot pass a value of type " + kind.__name__ + " between processes")
+
+
+def _numpy_scalar(kind):
+    """Whether `kind` is a numpy scalar type (numpy is never imported here)."""
+    return any(
+        base.__name__ == "generic" and base.__module__ == "numpy" for base in kind.__mro__
+    )
 
 
 def decode(data):
