@@ -62,12 +62,14 @@ def candidate(shared, work: Path, dose: int, lr: float) -> Path:
     return adapter
 
 
-def keep_rates(changes: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
+def keep_rates(
+    changes: np.ndarray, rng: np.random.Generator, margins: tuple[float, ...] = MARGINS
+) -> dict[str, float]:
     """P(keep) per margin over task sets resampled from `changes` (the decision code's
     own verdict on each resampled set)."""
     ids = [f"t{i}" for i in range(len(changes))]
     rates = {}
-    for margin in MARGINS:
+    for margin in margins:
         rule = AuditConfig(rule="likelihood", margin=margin, suites=["curriculum-test"])
         kept = 0
         for _ in range(BOOTSTRAP):

@@ -31,16 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from bench.likelihood_audit import BOOTSTRAP, audit_set, keep_rates
 from bench.likelihood_audit import DESIGN as FIRST_DESIGN
-from bench.likelihood_audit import audit_set
 from bench.results import commit, record
 from codeloop import store
-from codeloop.config import AuditConfig, load_preset
-from codeloop.evaluate import guard, likelihood
+from codeloop.config import load_preset
+from codeloop.evaluate import likelihood
 
 MARGINS = (0.0, 0.005, 0.01, 0.015, 0.02)
 """Revision 1's grid of margins, nats per token."""
-BOOTSTRAP = 2000
 REJECT_COLLAPSE = 0.95
 KEEP_NEUTRAL = 0.90
 PRESET_DESIGN = (
@@ -53,24 +52,6 @@ RESCORE_TOLERANCE = 1e-4
 """How far a rescored mean change may sit from the one the validation recorded (nats
 per token): the same weights, scorer and programs give the same numbers up to float
 summation order."""
-
-
-def keep_rates(changes: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
-    """P(keep) per margin over task sets resampled from `changes`."""
-    ids = [f"t{i}" for i in range(len(changes))]
-    rates = {}
-    for margin in MARGINS:
-        rule = AuditConfig(rule="likelihood", margin=margin, suites=["curriculum-test"])
-        kept = 0
-        for _ in range(BOOTSTRAP):
-            pick = rng.integers(0, len(changes), len(changes))
-            scores = {
-                "parent": dict.fromkeys(ids, 0.0),
-                "candidate": {i: float(changes[j]) for i, j in zip(ids, pick, strict=True)},
-            }
-            kept += guard.likelihood_verdict(rule, scores, ids)[0]
-        rates[str(margin)] = kept / BOOTSTRAP
-    return rates
 
 
 def chosen_margin(rows: list[dict[str, Any]]) -> float | None:
@@ -150,7 +131,7 @@ def main() -> None:
     rows = design_rows(ids) + validation_rows(args.validation.resolve(), ids, tasks)
     rng = np.random.default_rng(args.seed)
     for row in rows:
-        row["keep"] = keep_rates(np.asarray(row["changes"]), rng)
+        row["keep"] = keep_rates(np.asarray(row["changes"]), rng, MARGINS)
     margin = chosen_margin(rows)
     head = "| run | dose | lr | mean change (nats/token) | " + " | ".join(
         f"P(keep) m {m:g}" for m in MARGINS

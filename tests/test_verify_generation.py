@@ -106,6 +106,16 @@ def edit(path: Path, change: Any) -> None:
     store.write_json(path, saved)
 
 
+def replace_answer(session: Path, key: str) -> None:
+    """Put another program where the collect answer `key` was (a forgery)."""
+    task, attempt = key.split(":")
+
+    def replace(saved: dict[str, Any]) -> None:
+        saved["attempts"][task][attempt] = fence("python", "print(input())")
+
+    edit(attempt_file(session), replace)
+
+
 def test_the_conditions_are_recorded_once_per_attempt_file(generated: Path) -> None:
     import torch
     import transformers
@@ -157,12 +167,7 @@ def test_an_honest_generated_session_regenerates_identically(hf_session: Path) -
 
 def test_a_replaced_answer_differs_even_with_its_batch_decoded_again(hf_session: Path) -> None:
     key = batched_greedy(hf_session)
-    task, attempt = key.split(":")
-
-    def replace(saved: dict[str, Any]) -> None:
-        saved["attempts"][task][attempt] = fence("python", "print(input())")
-
-    edit(attempt_file(hf_session), replace)
+    replace_answer(hf_session, key)
     outcome, detail = regenerate_one(hf_session, key)
     assert outcome == "differs", detail
     assert "its batch of 4 decoded again" in detail, detail
@@ -189,12 +194,7 @@ def test_on_llama_cpp_an_honest_answer_is_the_same_and_a_replaced_one_differs(
     assert same and all("correction: not regenerable" in f.detail for f in findings
                         if f.trusted), findings  # fmt: skip
     key = batched_greedy(session)
-    task, attempt = key.split(":")
-
-    def replace(saved: dict[str, Any]) -> None:
-        saved["attempts"][task][attempt] = fence("python", "print(input())")
-
-    edit(attempt_file(session), replace)
+    replace_answer(session, key)
     outcome, detail = regenerate_one(session, key)
     assert outcome == "differs", detail
 
@@ -203,15 +203,11 @@ def test_regeneration_reads_the_recorded_conditions(hf_session: Path) -> None:
     """The same replaced answer, recorded as generated under another transformers: the
     difference is named as not reproducible here (on trust), not called a forgery."""
     key = batched_greedy(hf_session)
-    task, attempt = key.split(":")
-
-    def replace(saved: dict[str, Any]) -> None:
-        saved["attempts"][task][attempt] = fence("python", "print(input())")
 
     def claim(generation: dict[str, Any]) -> None:
         generation["conditions"][0]["versions"]["transformers"] = "0.0.1"
 
-    edit(attempt_file(hf_session), replace)
+    replace_answer(hf_session, key)
     edit(generation_file(hf_session), claim)
     outcome, detail = regenerate_one(hf_session, key)
     assert outcome == "unreproducible", detail
