@@ -29,22 +29,34 @@ RUN_UID_BASE = 61000
 harness is root); RUN_UID_SLOTS slots, so no two live workers share a uid."""
 
 
-def uid_processes(uid: int) -> list[int]:
-    """The pids of the processes whose real uid is `uid`, from /proc."""
+def _status(entry: str) -> tuple[int, int] | None:
+    """(parent pid, real uid) of process `entry` from /proc/ENTRY/status; None once it
+    has ended (or cannot be read)."""
+    ppid = None
+    try:
+        with open(f"/proc/{entry}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"PPid:"):
+                    ppid = int(line.split()[1])
+                elif line.startswith(b"Uid:"):  # after PPid in the file
+                    return (-1 if ppid is None else ppid), int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _processes() -> list[tuple[int, int, int]]:
+    """(pid, parent pid, real uid) of every process, from /proc."""
     found = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", "rb") as handle:
-                for line in handle:
-                    if line.startswith(b"Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(entry))
-                        break
-        except (OSError, ValueError):
-            continue
+        if entry.isdigit() and (status := _status(entry)) is not None:
+            found.append((int(entry), *status))
     return found
+
+
+def uid_processes(uid: int) -> list[int]:
+    """The pids of the processes whose real uid is `uid`, from /proc."""
+    return [pid for pid, _ppid, owner in _processes() if owner == uid]
 
 
 def end_leftovers(slot: int, settle_s: float = 2.0) -> None:
@@ -181,25 +193,8 @@ def adopting(uids: frozenset[int], settle_s: float) -> Iterator[None]:
 
 def _children_under(uids: frozenset[int]) -> list[int]:
     """This process's children whose real uid is one of `uids`, from /proc."""
-    me = str(os.getpid()).encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", "rb") as handle:
-                ppid = uid = None
-                for line in handle:
-                    if line.startswith(b"PPid:"):
-                        ppid = line.split()[1]
-                    elif line.startswith(b"Uid:"):
-                        uid = int(line.split()[1])
-                        break
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me and uid in uids:
-            found.append(int(entry))
-    return found
+    me = os.getpid()
+    return [pid for pid, ppid, uid in _processes() if ppid == me and uid in uids]
 
 
 _in_flight: set[int] = set()
