@@ -74,7 +74,8 @@ BENCHES = [
     Bench("decisions", ("--help",), 15, "imports only (a candidate: 10-20 min)"),
     Bench("doses", ("--help",), 15, "imports only (a candidate: 10-20 min)"),
     Bench("likelihood_audit", ("--help",), 15, "imports only (about 25 min)"),
-    Bench("likelihood_validation", ("--help",), 15, "imports only (about 45 min)"),
+    Bench("likelihood_margin", ("--help",), 15, "imports only (about 10 min)"),
+    Bench("likelihood_validation", ("--help",), 15, "imports only (about 25-45 min)"),
     Bench("guard_inputs", ("--help",), 15, "imports only (needs a finished round)"),
 ]
 
