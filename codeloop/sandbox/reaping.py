@@ -83,9 +83,7 @@ ORPHAN_SETTLE_S = 2.0
 def become_subreaper() -> None:
     """Make this process adopt orphaned descendants so that it can reap them."""
     global _subreaper
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    _subreaper = _set_subreaper(True)
 
 
 _long_lived: set[int] = set()
@@ -164,6 +162,7 @@ _adopting_lock = threading.Lock()
 
 
 def _set_subreaper(on: bool) -> bool:
+    """Turn PR_SET_CHILD_SUBREAPER on or off for this process; whether that worked."""
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
