@@ -259,16 +259,18 @@ def run(
     problem = backend.problem()
     if problem:
         return RunResult(None, None, b"", b"", 0.0, setup_error=problem)
-    if not reaping.is_subreaper():  # a test or a tool running sandboxes itself
-        with reaping.adopting(_SANDBOX_UIDS, reaping.ORPHAN_SETTLE_S):
-            return _run_steps(
-                backend, argv, box, stdin, limits, compile_step, env, binds, partner,
-                solution_files, trailer,
-            )  # fmt: skip
-    return _run_steps(
-        backend, argv, box, stdin, limits, compile_step, env, binds, partner,
-        solution_files, trailer,
-    )  # fmt: skip
+    # A worker reaps every orphan itself; a test or a tool running sandboxes itself
+    # adopts the run's orphans while it goes (`reaping.adopting`).
+    adopting = (
+        contextlib.nullcontext()
+        if reaping.is_subreaper()
+        else reaping.adopting(_SANDBOX_UIDS, reaping.ORPHAN_SETTLE_S)
+    )
+    with adopting:
+        return _run_steps(
+            backend, argv, box, stdin, limits, compile_step, env, binds, partner,
+            solution_files, trailer,
+        )  # fmt: skip
 
 
 def _run_steps(
