@@ -377,6 +377,8 @@ def _outcome(folder: Path, started: float, windows: list[tuple[float, float]]) -
         "- audit pass@1 (candidate): "
         + (
             f"{audit['passed']}/{audit['total']} (macro {audit['macro_pass_at_1']:.3f})"
+            if audit and audit.get("total")
+            else "no greedy answers (audit.suites empty)"
             if audit
             else "audit not run this round"
         ),

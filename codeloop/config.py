@@ -454,8 +454,10 @@ class GateConfig(Section):
 class AuditConfig(Section):
     suites: list[Literal["humaneval", "humaneval-x", "curriculum-test"]] = Field(
         default_factory=lambda: ["humaneval", "curriculum-test"],
-        min_length=1,
-        description="Benchmarks of the full audit.",
+        description="Benchmarks each side answers greedily in the audit (the decision's "
+        "measure under 'strict', 'confirmed' and 'paired'). Empty only under 'likelihood' "
+        "with likelihood_suites: no greedy answers at all, since that rule decides on the "
+        "references' likelihoods alone and the answers would only fill the report.",
     )
     humaneval_x_path: str | None = Field(
         None,
@@ -517,6 +519,15 @@ class AuditConfig(Section):
         description="One-sided exact binomial p at or below which a flip counts ('confirmed'); "
         "one minus the confidence of the lower bound ('paired').",
     )
+
+    @model_validator(mode="after")
+    def _something_audited(self) -> AuditConfig:
+        if not self.suites and not (self.rule == "likelihood" and self.likelihood_suites):
+            raise ValueError(
+                "audit.suites may be empty only with rule = 'likelihood' and likelihood_suites "
+                "set: every other rule decides on the suites' greedy answers"
+            )
+        return self
 
 
 class ClusterConfig(Section):

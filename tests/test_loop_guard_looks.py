@@ -198,3 +198,51 @@ def test_verify_rechecks_every_look_of_a_sequential_gate(session: Path) -> None:
     failed = [f.detail for f in verify_session(session, recheck=True) if not f.ok]
     assert any("gate-confirm-look-4" in d and "sample 3" in d for d in failed), failed
     assert any("gate-confirm-look-2" in d and "sample 1" in d for d in failed), failed
+
+
+def test_a_likelihood_audit_without_suites_asks_no_greedy_answer(session: Path) -> None:
+    """`audit.suites = []` (cpu-demo): each side scores the references and answers nothing,
+    so no engine starts (the replay file's audit answers are never read), finish decides on
+    the likelihoods alone, and verify finds nothing wrong with the audit's files."""
+    from codeloop.loop.verify import verify_session
+
+    folder = _forget(session, "audit-parent", "audit-candidate", "finish")
+    (folder / "audit-tasks.json").unlink()
+    for phase in ("audit-parent", "audit-candidate"):
+        shutil.rmtree(folder / phase)
+    _configure(
+        session,
+        "audit",
+        rule="likelihood",
+        margin=0.5,
+        suites=[],
+        likelihood_suites=["curriculum-test"],
+        likelihood_limit=3,
+    )
+    for phase in ("audit-parent", "audit-candidate"):
+        run_phase(session, 1, phase)
+        assert store.read(folder / phase / "rows.json")["rows"] == []
+        assert store.read(folder / phase / "summary.json")["total"] == 0
+        assert not (folder / phase / f"{phase}-attempt.json").exists()
+        assert len(store.read(folder / phase / LIKELIHOOD)["scores"]) == 3
+    run_phase(session, 1, "finish")
+    audit = store.read(folder / "finish.json")["comparisons"]["audit"]
+    assert audit["suites"] == [] and audit["smoke"] is False and audit["total"] == 0
+    assert audit["confirmation"]["rule"] == "likelihood" and audit["confirmation"]["tasks"] == 3
+    failed = [f for f in verify_session(session) if not f.ok and "audit" in f.detail]
+    assert not failed, failed
+    from codeloop.loop.display import phase_line, round_lines
+
+    shown = [line for line in round_lines(folder) if line.startswith("audit")]
+    assert shown and "likelihood of 3 verified reference programs" in shown[0], shown
+    assert "0/0" not in " ".join(shown) and "no greedy answers" in phase_line(folder, phase)
+
+
+def test_an_audit_without_suites_needs_the_likelihood_rule() -> None:
+    from codeloop.config import AuditConfig
+
+    with pytest.raises(ValueError, match=r"audit\.suites may be empty only"):
+        AuditConfig(suites=[], rule="paired")
+    with pytest.raises(ValueError, match=r"audit\.suites may be empty only"):
+        AuditConfig(suites=[], rule="likelihood")  # nothing scored either
+    assert AuditConfig(suites=[], rule="likelihood", likelihood_suites=["humaneval-x"]).suites == []

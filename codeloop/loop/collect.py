@@ -333,6 +333,8 @@ class Collector:
                 self._beat(saved["rows"], language=self.tasks[done].language)
                 saved["rows"] += self._chunk(self.tasks[done : done + size], attempts)
                 store.write_json(self.rows_file, saved)
+            if not self.rows_file.exists():  # no task to answer (an audit with no suites)
+                store.write_json(self.rows_file, saved)
         finally:
             if self._engine is not None:
                 self._engine.close()

@@ -219,6 +219,8 @@ def phase_line(folder: Path, phase: str) -> str:
         return f"gate: {gate_text(done)}"
     if phase in ("audit-parent", "audit-candidate"):
         summary = audit_summary(folder, phase) or {}
+        if not summary.get("total"):
+            return f"{phase}: reference likelihoods scored (no greedy answers: audit.suites empty)"
         return (
             f"{phase}: {summary.get('passed', 0)}/{summary.get('total', 0)} passed "
             f"({_counts(summary.get('languages', {}))})"
@@ -421,13 +423,16 @@ def _audit_lines(folder: Path) -> list[str]:
     finish = result(folder, "finish") or {}
     audit = finish.get("comparisons", {}).get("audit")
     if audit:
-        lines = [
-            f"audit: parent {audit['before']}/{audit['total']}, candidate "
-            f"{audit['after']}/{audit['total']}; gained {audit['gained']}, lost {audit['lost']}"
-        ]
+        lines = []
+        if audit["total"]:  # greedy answers were asked (audit.suites)
+            lines.append(
+                f"audit: parent {audit['before']}/{audit['total']}, candidate "
+                f"{audit['after']}/{audit['total']}; gained {audit['gained']}, "
+                f"lost {audit['lost']}"
+            )
         evidence = audit.get("confirmation")
         if evidence and evidence.get("rule") in ("paired", "likelihood"):
-            return [*lines, "  " + paired_text(evidence, "audit")]
+            return [*lines, ("  " if lines else "audit: ") + paired_text(evidence, "audit")]
         names = _audit_task_names(folder)
         for task in (evidence or {}).get("tasks", []):
             verdict = "counted" if task["counted"] else "noise, excused"

@@ -147,8 +147,8 @@ def _plots(views: list[RoundView]) -> dict[str, str]:
     measured = [v for v in views if "lower_bound" in v.audit_evidence]
     if measured:
         plots["guard"] = _guard_plot(measured)
-    audited = [v for v in views if "candidate" in v.audit]
-    if audited:
+    audited = [v for v in views if v.audit.get("candidate", {}).get("total")]
+    if audited:  # (none where audit.suites is empty: no greedy answers were asked)
         figure, axes = plt.subplots(figsize=(7.5, 3.0))
         for side, style in (("parent", "s--"), ("candidate", "o-")):
             points = [
@@ -234,7 +234,7 @@ def _decisions(views: list[RoundView]) -> str:
         gate = v.gate
         audit = v.audit.get("candidate")
         verdict = {True: "accepted", False: "rejected", None: "unfinished"}[v.accepted]
-        audited = f"{audit['passed']}/{audit['total']}" if audit else "-"
+        audited = f"{audit['passed']}/{audit['total']}" if audit and audit.get("total") else "-"
         if v.audit_evidence.get("lower_bound") is not None:
             unit, change, lower, bar = guard_measure(v.audit_evidence)
             audited += f"; {change:+.3g} {unit} (bound {lower:+.3g}, bar {bar:+.3g})"

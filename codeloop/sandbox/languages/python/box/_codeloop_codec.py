@@ -47,9 +47,7 @@ def encode(value):
 
 def _numpy_scalar(kind):
     """Whether `kind` is a numpy scalar type (numpy is never imported here)."""
-    return any(
-        base.__name__ == "generic" and base.__module__ == "numpy" for base in kind.__mro__
-    )
+    return any(base.__name__ == "generic" and base.__module__ == "numpy" for base in kind.__mro__)
 
 
 def decode(data):
