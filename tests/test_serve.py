@@ -174,6 +174,21 @@ def test_a_cpp_program_compiles_and_runs(client: httpx.Client) -> None:
     assert found["run_result"]["stdout"] == "42\n"
 
 
+def test_cpp_is_built_without_optimisation_as_sandboxfusion_builds_it(
+    client: httpx.Client,
+) -> None:
+    """SandboxFusion runs `g++ -std=c++17` with no -O: a program whose undefined behaviour
+    differs between -O0 and -O2 must do what it does there (the compiler's own macro
+    says which was used)."""
+    code = (
+        "#include <cstdio>\nint main() {\n#ifdef __OPTIMIZE__\n puts(\"optimised\");\n"
+        '#else\n puts("plain");\n#endif\n}\n'
+    )
+    found = run_code(client, code=code, language="cpp")
+    assert found["status"] == "Success", found
+    assert found["run_result"]["stdout"] == "plain\n"
+
+
 def test_rust_is_a_debug_build_and_java_runs_with_assertions(client: httpx.Client) -> None:
     rust = (
         "fn main() { let mut s = String::new(); std::io::stdin().read_line(&mut s).unwrap();"

@@ -35,6 +35,10 @@ from codeloop.sandbox.testbuild import (
 )
 
 LANGUAGE = Language(
+    # A debug build (`/run_code`) compiles as SandboxFusion does, without optimisation:
+    # a program with undefined behaviour (MBCPP/150 and /340 read uninitialised
+    # variables) then does there what it does here (docs/CONFORMANCE.md).
+    debug_compile_without=("-O2",),
     name="cpp",
     canary="#include <iostream>\nint main() { std::cout << 1 << std::endl; return 0; }\n",
     source="main.cpp",
