@@ -181,7 +181,7 @@ def test_cpp_is_built_without_optimisation_as_sandboxfusion_builds_it(
     differs between -O0 and -O2 must do what it does there (the compiler's own macro
     says which was used)."""
     code = (
-        "#include <cstdio>\nint main() {\n#ifdef __OPTIMIZE__\n puts(\"optimised\");\n"
+        '#include <cstdio>\nint main() {\n#ifdef __OPTIMIZE__\n puts("optimised");\n'
         '#else\n puts("plain");\n#endif\n}\n'
     )
     found = run_code(client, code=code, language="cpp")
