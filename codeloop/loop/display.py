@@ -219,7 +219,7 @@ def phase_line(folder: Path, phase: str) -> str:
         return f"gate: {gate_text(done)}"
     if phase in ("audit-parent", "audit-candidate"):
         summary = audit_summary(folder, phase) or {}
-        if not summary.get("total"):
+        if not summary.get("total") and done.get("likelihood_sha256"):
             return f"{phase}: reference likelihoods scored (no greedy answers: audit.suites empty)"
         return (
             f"{phase}: {summary.get('passed', 0)}/{summary.get('total', 0)} passed "
